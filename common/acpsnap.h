@@ -1,0 +1,226 @@
+// acpsnap.h - the one public header of the acpsnap shared library (common/).
+//
+// Topics, one file each in common/:
+//   err.c      program name, messages, exit codes, checked allocation
+//   buf.c      growable byte buffers
+//   in.c       line reader over files and stdin, zstd detected by magic
+//   out.c      checked buffered writer, plain or zstd frames; atomic file writes
+//   json.c     strict RFC 8259 scanner producing byte-span tokens
+//   jstr.c     string decoding and JSON.stringify-exact string writing
+//   jedit.c    splicing object members (remove keys, insert members)
+//   session.c  the session log codec: decode (rows → events), pack, project
+//   loop.c     the shared record loop over file arguments
+//
+// Conventions: functions prefixed as_; a function that can fail on input
+// either returns a status or dies with exit 2 (documented per function);
+// "dies" means: message on stderr in the house format, exit(AS_TROUBLE).
+#ifndef ACPSNAP_H
+#define ACPSNAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdarg.h>
+
+#define ACPSNAP_VERSION "0.1.0"
+
+// Exit statuses, like diff/cmp.
+enum { AS_OK = 0, AS_NO = 1, AS_TROUBLE = 2 };
+
+// ---------------------------------------------------------------- err.c
+extern const char *as_prog;            // program name for messages
+void as_setprog(const char *argv0);    // sets as_prog to basename(argv0)
+// "prog: message\n" on stderr, then exit(code).
+_Noreturn void as_die(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+// "prog: file:line[:col]: message\n" then exit(AS_TROUBLE); line/col 0 = omitted.
+_Noreturn void as_die_at(const char *file, long line, long col, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+// Like as_die_at but returns (for tools that report every problem).
+void as_warn_at(const char *file, long line, long col, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+void as_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));  // "prog: message"
+// "prog: unable to <what>: strerror(errno)" then exit(AS_TROUBLE).
+_Noreturn void as_die_sys(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void *as_xmalloc(size_t n);             // never NULL; dies on exhaustion
+void *as_xrealloc(void *p, size_t n);
+char *as_xstrdup(const char *s);
+// Standard --help / --version handling: prints usage to stdout, exit 0.
+_Noreturn void as_usage_exit(const char *usage, int code);  // code 0: stdout; else stderr "usage: ..." exit code
+_Noreturn void as_version_exit(void);
+
+// ---------------------------------------------------------------- buf.c
+typedef struct { char *p; size_t n, cap; } as_buf;   // p is NUL-terminated when non-NULL
+void as_buf_grow(as_buf *b, size_t extra);            // ensure room for extra bytes (+NUL)
+void as_buf_put(as_buf *b, const void *s, size_t n);
+void as_buf_putc(as_buf *b, char c);
+void as_buf_puts(as_buf *b, const char *s);
+void as_buf_printf(as_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void as_buf_puti(as_buf *b, int64_t v);               // decimal integer
+static inline void as_buf_reset(as_buf *b) { b->n = 0; if (b->p) b->p[0] = 0; }
+void as_buf_free(as_buf *b);
+
+// ---------------------------------------------------------------- in.c
+// A line reader. Lines are returned without their LF; a CR before the LF is
+// dropped too. A final line without LF is returned. zstd input (a
+// concatenation of frames) is detected by its magic and decoded as a stream.
+typedef struct as_in as_in;
+// Opens path ("-" or NULL = stdin). Dies (exit 2) when it cannot be opened.
+as_in *as_in_open(const char *path);
+// Next line: 1 and *line/*len set (valid until the next call), 0 at EOF.
+// Dies on read errors, a corrupt or truncated zstd frame (with byte offset),
+// and a NUL byte in plain text ("binary file").
+int as_in_line(as_in *in, const char **line, size_t *len);
+long as_in_lineno(const as_in *in);     // number of the line last returned (1-based)
+const char *as_in_name(const as_in *in);  // path as given, "<stdin>" for stdin
+int as_in_is_zstd(const as_in *in);     // known after the first as_in_line
+uint64_t as_in_bytes(const as_in *in);  // decoded bytes consumed so far
+void as_in_close(as_in *in);
+// Reads a whole (small) file, zstd or not, into b. Dies on error.
+void as_read_file(const char *path, as_buf *b);
+
+// ---------------------------------------------------------------- out.c
+typedef struct as_out as_out;
+// A writer on fd 1. zstd: write zstd frames with checksums; refuses a terminal.
+as_out *as_out_stdout(int zstd);
+// A writer to path, atomically: writes path's sibling temp file; as_out_commit
+// fsyncs and renames over path; as_out_abort removes the temp file.
+as_out *as_out_atomic(const char *path, int zstd);
+void as_out_write(as_out *o, const void *p, size_t n);
+void as_out_line(as_out *o, const void *p, size_t n);   // p then LF
+void as_out_puts(as_out *o, const char *s);
+void as_out_frame(as_out *o);     // zstd: end the current frame (no-op when plain)
+void as_out_close(as_out *o);     // stdout writer: flush, end frame, check close; dies on error
+void as_out_commit(as_out *o);    // atomic writer: finish and rename; dies on error
+void as_out_abort(as_out *o);     // atomic writer: discard
+
+// ---------------------------------------------------------------- json.c
+typedef enum { AS_JNULL, AS_JFALSE, AS_JTRUE, AS_JNUM, AS_JSTR, AS_JARR, AS_JOBJ } as_jtype;
+// A token: one JSON value, or one object key (a string token). Byte span
+// [start, end) in the source; strings include their quotes. Containers list
+// their children right after themselves: objects as key, value, key, value…
+// `next` is the index of the first token after this token's subtree; `count`
+// is the number of members (objects) or elements (arrays).
+typedef struct {
+    uint8_t type;
+    uint8_t esc;        // strings: 1 when the body holds a backslash escape
+    uint32_t start, end;
+    uint32_t next;
+    uint32_t count;
+} as_tok;
+typedef struct {
+    as_tok *t; size_t n, cap;   // tokens; t[0] is the root value
+    const char *s; size_t len;  // the source bytes last parsed
+    size_t errpos;              // byte offset of the error
+    const char *err;            // static message, NULL on success
+    int maxdepth;               // 0 = default (10000)
+} as_json;
+// Parses exactly one JSON value (surrounding whitespace allowed) strictly per
+// RFC 8259: valid UTF-8, valid escapes (lone surrogate escapes accepted),
+// numbers without leading zeros / '+' / NaN / Infinity, no raw control chars.
+// Returns 0, or -1 with j->err and j->errpos set. The token array is reused.
+int as_json_parse(as_json *j, const char *s, size_t len);
+void as_json_free(as_json *j);
+// 1-based column (in bytes) of j->errpos.
+static inline long as_json_errcol(const as_json *j) { return (long)j->errpos + 1; }
+// Dies with "file:line:col: invalid JSON: <err>".
+_Noreturn void as_json_die(const as_json *j, const char *file, long line);
+// Object lookup: index of the value token of `key` in object token `obj`, or -1.
+int as_json_get(const as_json *j, int obj, const char *key);
+// Key/value iteration: first member's key token index of obj, or -1; then
+// as_json_nextkey(j, k) → next key index or -1. The value is k + 1.
+int as_json_firstkey(const as_json *j, int obj);
+int as_json_nextkey(const as_json *j, int key);
+// Array iteration: first element index or -1; next element index or -1.
+int as_json_first(const as_json *j, int arr);
+int as_json_nextel(const as_json *j, int el);
+// 1 when string token `tok` equals the C string lit (escapes decoded).
+int as_json_streq(const as_json *j, int tok, const char *lit);
+// Plain integer (-?[0-9]+, no fraction/exponent) within ±(2^53−1): 1 and *out.
+int as_json_int(const as_json *j, int tok, int64_t *out);
+// Byte span helpers.
+static inline const char *as_tok_p(const as_json *j, int tok) { return j->s + j->t[tok].start; }
+static inline size_t as_tok_len(const as_json *j, int tok) { return j->t[tok].end - j->t[tok].start; }
+
+// ---------------------------------------------------------------- jstr.c
+// Appends the decoded UTF-8 of string token tok (quotes removed, escapes
+// decoded; a lone surrogate escape becomes its 3-byte WTF-8 form).
+void as_json_str(const as_json *j, int tok, as_buf *out);
+// Decodes a raw JSON string body (between quotes, already validated).
+void as_jstr_decode(const char *s, size_t n, as_buf *out);
+// Appends s (UTF-8, WTF-8 lone surrogates allowed) as a JSON string literal
+// with quotes, escaped exactly like JavaScript's JSON.stringify.
+void as_jstr_write(as_buf *b, const char *s, size_t n);
+
+// ---------------------------------------------------------------- jedit.c
+// Appends to out the bytes of object token obj (from j) with the members whose
+// keys are listed in drop (NULL-terminated) removed; all other bytes verbatim.
+void as_json_drop_keys(const as_json *j, int obj, const char *const *drop, as_buf *out);
+// Appends to out the object token obj with `members` (raw text such as
+// "\"seq\":1,\"time\":0", no surrounding commas) inserted right after the member
+// whose key is `after` (or first when after is NULL or absent).
+void as_json_insert_after(const as_json *j, int obj, const char *after,
+                          const char *members, size_t mlen, as_buf *out);
+
+// ---------------------------------------------------------------- session.c
+// Session log v0 (DESIGN.md §3). A decoder yields the header, then one event
+// at a time (packed rows expanded, synthetic envelopes for projected input).
+typedef enum { AS_FORM_UNKNOWN = 0, AS_FORM_PERSISTED, AS_FORM_PROJECTED } as_form;
+typedef enum { AS_DELTA_NONE = 0, AS_DELTA_TEXT, AS_DELTA_REASONING, AS_DELTA_TOOL } as_delta;
+typedef struct {
+    const char *json; size_t len;  // the complete event (with envelope), compact bytes as stored
+    const as_json *j;              // its tokens (root 0); valid until the next call
+    int64_t seq, time;             // envelope values (synthetic for projected input)
+    int has_int_envelope;          // seq and time are plain safe integers
+    long lineno;                   // source line
+    int member;                    // index within a packed row, -1 for a plain line
+    int projected;                 // 1 when the source line had no envelope
+} as_event;
+typedef struct as_sess as_sess;
+// Opens a session log. Reads and checks line 1 (an object whose "type" is
+// "session"); dies on an empty file, a header-less file or malformed JSON.
+as_sess *as_sess_open(const char *path);
+void as_sess_header(const as_sess *s, const char **line, size_t *len);  // line 1 bytes
+// The source line of the event last returned (a packed row's whole line).
+void as_sess_line(const as_sess *s, const char **line, size_t *len);
+// seedLength from the header (0 when absent or not a non-negative integer).
+int64_t as_sess_seed_length(const as_sess *s);
+as_form as_sess_form(const as_sess *s);      // form of the body seen so far
+// Next event: 1 and *ev, 0 at EOF. Dies (exit 2) on malformed lines: invalid
+// JSON, non-object, missing type, mixed projected/persisted envelopes,
+// malformed packed rows (each class its own message).
+int as_sess_next(as_sess *s, as_event *ev);
+const char *as_sess_name(const as_sess *s);
+as_in *as_sess_in(as_sess *s);
+void as_sess_close(as_sess *s);
+// Classifies an event for packing (exact whitelisted shape), AS_DELTA_NONE if not.
+as_delta as_event_delta(const as_event *ev);
+
+// The packer: canonical packing of an event stream into storage lines.
+// emit(ctx, line, len, srcline) receives each output line (no LF) and the
+// source line number of the first input line it stands for.
+typedef void (*as_emit_fn)(void *ctx, const char *line, size_t len, long srcline);
+typedef struct as_packer as_packer;
+// mode: AS_PACK_PERSISTED emits envelopes, AS_PACK_PROJECTED omits them (no
+// seq/time, no seq0/time0), AS_PACK_KEEP follows each event's source form.
+enum { AS_PACK_PERSISTED = 0, AS_PACK_PROJECTED = 1, AS_PACK_KEEP = -1 };
+as_packer *as_packer_new(int mode, as_emit_fn emit, void *ctx);
+void as_packer_push(as_packer *p, const as_event *ev);   // copies what it keeps
+void as_packer_finish(as_packer *p);                    // flushes the open run
+void as_packer_free(as_packer *p);
+// Writes ev as a plain line: with its envelope (projected = 0) or without.
+void as_event_line(const as_event *ev, int projected, as_buf *out);
+// Transcodes one log onto o: the header line (then a zstd frame boundary),
+// then the body packed canonically in pack mode `mode` (AS_PACK_*), or, with
+// unpack set, one event per line with its envelope. Dies on malformed input.
+void as_sess_transcode(const char *path, as_out *o, int mode, int unpack);
+// Canonical-layout check of a whole log (DESIGN.md §3.3): 0 when pack(unpack(x))
+// reproduces every line, else 1 and *badline = the first line that differs.
+// Dies (exit 2) on malformed input, like the decoder.
+int as_sess_check(const char *path, long *badline);
+
+// ---------------------------------------------------------------- loop.c
+// Runs fn over each file argument (or stdin when none), returns the worst status.
+typedef int (*as_file_fn)(const char *path, void *ctx);
+int as_loop(int argc, char **argv, as_file_fn fn, void *ctx);
+
+#endif

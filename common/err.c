@@ -1,0 +1,114 @@
+// err.c - program name, house-format messages, exit codes, checked allocation.
+#include "acpsnap.h"
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *as_prog = "acpsnap";
+
+void as_setprog(const char *argv0)
+{
+    const char *s = argv0 ? strrchr(argv0, '/') : NULL;
+    as_prog = s ? s + 1 : (argv0 ? argv0 : "acpsnap");
+}
+
+static void vmsg(const char *file, long line, long col, const char *fmt, va_list ap)
+{
+    fflush(stdout);
+    fprintf(stderr, "%s: ", as_prog);
+    if (file) {
+        fprintf(stderr, "%s:", file);
+        if (line > 0) fprintf(stderr, "%ld:", line);
+        if (line > 0 && col > 0) fprintf(stderr, "%ld:", col);
+        fputc(' ', stderr);
+    }
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+}
+
+void as_die(int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vmsg(NULL, 0, 0, fmt, ap);
+    va_end(ap);
+    exit(code);
+}
+
+void as_die_at(const char *file, long line, long col, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vmsg(file, line, col, fmt, ap);
+    va_end(ap);
+    exit(AS_TROUBLE);
+}
+
+void as_warn_at(const char *file, long line, long col, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vmsg(file, line, col, fmt, ap);
+    va_end(ap);
+}
+
+void as_warn(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vmsg(NULL, 0, 0, fmt, ap);
+    va_end(ap);
+}
+
+void as_die_sys(const char *fmt, ...)
+{
+    int e = errno;
+    va_list ap;
+    fflush(stdout);
+    fprintf(stderr, "%s: unable to ", as_prog);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, ": %s\n", strerror(e));
+    exit(AS_TROUBLE);
+}
+
+void *as_xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p) as_die(AS_TROUBLE, "out of memory");
+    return p;
+}
+
+void *as_xrealloc(void *p, size_t n)
+{
+    p = realloc(p, n ? n : 1);
+    if (!p) as_die(AS_TROUBLE, "out of memory");
+    return p;
+}
+
+char *as_xstrdup(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    return memcpy(as_xmalloc(n), s, n);
+}
+
+void as_usage_exit(const char *usage, int code)
+{
+    if (code == 0) {
+        fputs(usage, stdout);
+        if (fflush(stdout) || ferror(stdout)) exit(AS_TROUBLE);
+        exit(0);
+    }
+    // First line of the usage text only: "usage: …".
+    const char *nl = strchr(usage, '\n');
+    fprintf(stderr, "%.*s\n", (int)(nl ? nl - usage : (long)strlen(usage)), usage);
+    exit(code);
+}
+
+void as_version_exit(void)
+{
+    printf("%s (acpsnap) %s\n", as_prog, ACPSNAP_VERSION);
+    if (fflush(stdout) || ferror(stdout)) exit(AS_TROUBLE);
+    exit(0);
+}

@@ -1,0 +1,178 @@
+// in.c - the line reader: files or stdin, plain text or zstd frames (detected
+// by magic), decoded as a stream so memory stays at one line plus buffers.
+#include "acpsnap.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#define RAWSZ (1u << 17)
+
+struct as_in {
+    int fd;
+    char *name;
+    int zstd;              // -1 unknown, 0 plain, 1 zstd
+    int eof;               // raw input exhausted
+    char *raw; size_t rpos, rn;   // raw bytes (zstd input)
+    uint64_t rawoff;       // offset of raw[0] in the file
+    uint64_t frame_start;  // offset where the current zstd frame began
+    size_t zret;           // last ZSTD_decompressStream hint (0 = frame complete)
+    ZSTD_DCtx *dctx;
+    as_buf d; size_t dpos; // decoded bytes, read position
+    long lineno;
+    uint64_t consumed;
+};
+
+as_in *as_in_open(const char *path)
+{
+    as_in *in = calloc(1, sizeof *in);
+    if (!in) as_die(AS_TROUBLE, "out of memory");
+    if (!path || !strcmp(path, "-")) {
+        in->fd = 0;
+        in->name = as_xstrdup("<stdin>");
+    } else {
+        in->fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (in->fd < 0) as_die_sys("open %s", path);
+        in->name = as_xstrdup(path);
+    }
+    in->zstd = -1;
+    in->raw = as_xmalloc(RAWSZ);
+    return in;
+}
+
+// Reads more raw bytes after the unread ones; returns bytes read (0 at EOF).
+static size_t raw_fill(as_in *in)
+{
+    if (in->rpos > 0) {
+        memmove(in->raw, in->raw + in->rpos, in->rn - in->rpos);
+        in->rawoff += in->rpos;
+        in->rn -= in->rpos;
+        in->rpos = 0;
+    }
+    for (;;) {
+        ssize_t r = read(in->fd, in->raw + in->rn, RAWSZ - in->rn);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) as_die_sys("read %s", in->name);
+        if (r == 0) in->eof = 1;
+        in->rn += (size_t)r;
+        return (size_t)r;
+    }
+}
+
+static void detect(as_in *in)
+{
+    while (!in->eof && in->rn < 4) raw_fill(in);
+    static const unsigned char magic[4] = {0x28, 0xb5, 0x2f, 0xfd};
+    in->zstd = in->rn >= 4 && !memcmp(in->raw, magic, 4);
+    if (in->zstd) {
+        in->dctx = ZSTD_createDCtx();
+        if (!in->dctx) as_die(AS_TROUBLE, "out of memory");
+        in->zret = 1;
+    } else if (memchr(in->raw, 0, in->rn)) {
+        as_die_at(in->name, 0, 0, "not a text or zstd file (NUL byte at offset %zu)",
+                  (size_t)((char *)memchr(in->raw, 0, in->rn) - in->raw));
+    }
+}
+
+// Appends more decoded bytes to in->d; returns 0 when nothing more will come.
+static int fill(as_in *in)
+{
+    if (!in->zstd) {
+        if (in->rpos < in->rn) {   // bytes read during detection
+            as_buf_put(&in->d, in->raw + in->rpos, in->rn - in->rpos);
+            in->rpos = in->rn;
+            return 1;
+        }
+        if (in->eof) return 0;
+        in->rpos = in->rn = 0;
+        size_t r = raw_fill(in);
+        if (r) { as_buf_put(&in->d, in->raw, r); in->rpos = in->rn; }
+        return r > 0;
+    }
+    for (;;) {
+        if (in->rpos == in->rn) {
+            if (in->eof || raw_fill(in) == 0) {
+                if (in->zret != 0)
+                    as_die_at(in->name, 0, 0, "truncated zstd frame at byte offset %llu",
+                              (unsigned long long)in->frame_start);
+                return 0;
+            }
+        }
+        as_buf_grow(&in->d, RAWSZ * 4);
+        ZSTD_inBuffer ib = {in->raw, in->rn, in->rpos};
+        ZSTD_outBuffer ob = {in->d.p + in->d.n, in->d.cap - in->d.n - 1, 0};
+        if (in->zret == 0) in->frame_start = in->rawoff + in->rpos;
+        size_t r = ZSTD_decompressStream(in->dctx, &ob, &ib);
+        if (ZSTD_isError(r))
+            as_die_at(in->name, 0, 0, "corrupt zstd data in the frame at byte offset %llu: %s",
+                      (unsigned long long)in->frame_start, ZSTD_getErrorName(r));
+        in->zret = r;
+        in->rpos = ib.pos;
+        in->d.n += ob.pos;
+        in->d.p[in->d.n] = 0;
+        if (ob.pos > 0) return 1;
+    }
+}
+
+int as_in_line(as_in *in, const char **line, size_t *len)
+{
+    if (in->zstd < 0) detect(in);
+    size_t scan = in->dpos;
+    for (;;) {
+        char *nl = in->d.p ? memchr(in->d.p + scan, '\n', in->d.n - scan) : NULL;
+        if (nl) {
+            char *s = in->d.p + in->dpos;
+            size_t n = (size_t)(nl - s);
+            in->consumed += n + 1;
+            in->dpos += n + 1;
+            if (n && s[n - 1] == '\r') n--;
+            *line = s; *len = n;
+            in->lineno++;
+            return 1;
+        }
+        // Compact before reading more so the buffer holds one line at most.
+        if (in->dpos > 0) {
+            memmove(in->d.p, in->d.p + in->dpos, in->d.n - in->dpos);
+            in->d.n -= in->dpos;
+            in->dpos = 0;
+        }
+        scan = in->d.n;
+        if (!fill(in)) break;
+    }
+    if (in->d.n == in->dpos) return 0;
+    char *s = in->d.p + in->dpos;
+    size_t n = in->d.n - in->dpos;
+    in->consumed += n;
+    in->dpos = in->d.n;
+    if (n && s[n - 1] == '\r') n--;
+    *line = s; *len = n;
+    in->lineno++;
+    return 1;
+}
+
+long as_in_lineno(const as_in *in) { return in->lineno; }
+const char *as_in_name(const as_in *in) { return in->name; }
+int as_in_is_zstd(const as_in *in) { return in->zstd == 1; }
+uint64_t as_in_bytes(const as_in *in) { return in->consumed; }
+
+void as_in_close(as_in *in)
+{
+    if (!in) return;
+    if (in->fd > 0) close(in->fd);
+    ZSTD_freeDCtx(in->dctx);
+    free(in->raw);
+    free(in->name);
+    as_buf_free(&in->d);
+    free(in);
+}
+
+void as_read_file(const char *path, as_buf *b)
+{
+    as_in *in = as_in_open(path);
+    if (in->zstd < 0) detect(in);
+    while (fill(in)) {}
+    as_buf_put(b, in->d.p ? in->d.p : "", in->d.n);
+    as_in_close(in);
+}

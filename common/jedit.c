@@ -1,0 +1,69 @@
+// jedit.c - splicing object members while copying every other byte verbatim.
+#include "acpsnap.h"
+#include <string.h>
+
+static int listed(const as_json *j, int key, const char *const *names)
+{
+    for (; *names; names++)
+        if (as_json_streq(j, key, *names)) return 1;
+    return 0;
+}
+
+void as_json_drop_keys(const as_json *j, int obj, const char *const *drop, as_buf *out)
+{
+    const char *s = j->s;
+    size_t from = j->t[obj].start;   // next byte not yet copied
+    size_t prev_end = 0;             // end of the last kept member's value
+    int kept = 0;
+    for (int k = as_json_firstkey(j, obj); k >= 0; k = as_json_nextkey(j, k)) {
+        size_t ks = j->t[k].start, ve = j->t[k + 1].end;
+        if (!listed(j, k, drop)) {
+            prev_end = ve;
+            kept = 1;
+            continue;
+        }
+        // Drop [ks, ve) with one adjacent comma: the one before it when a
+        // member was kept before, else the one after it.
+        if (kept) {
+            if (prev_end > from) as_buf_put(out, s + from, prev_end - from);
+            from = ve;
+        } else {
+            as_buf_put(out, s + from, ks - from);
+            size_t q = ve;
+            while (q < j->len && s[q] != ',' && s[q] != '}') q++;
+            from = (s[q] == ',') ? q + 1 : ve;
+            while (from < j->len && (s[from] == ' ' || s[from] == '\t' || s[from] == '\n' || s[from] == '\r')) from++;
+        }
+    }
+    as_buf_put(out, s + from, j->t[obj].end - from);
+}
+
+void as_json_insert_after(const as_json *j, int obj, const char *after,
+                          const char *members, size_t mlen, as_buf *out)
+{
+    const char *s = j->s;
+    size_t os = j->t[obj].start, oe = j->t[obj].end;
+    int k = as_json_firstkey(j, obj), at = -1;
+    if (after)
+        for (int q = k; q >= 0; q = as_json_nextkey(j, q))
+            if (as_json_streq(j, q, after)) { at = q; break; }
+    if (k < 0) {   // empty object
+        as_buf_putc(out, '{');
+        as_buf_put(out, members, mlen);
+        as_buf_putc(out, '}');
+        return;
+    }
+    if (at < 0) {  // first
+        size_t ks = j->t[k].start;
+        as_buf_put(out, s + os, ks - os);
+        as_buf_put(out, members, mlen);
+        as_buf_putc(out, ',');
+        as_buf_put(out, s + ks, oe - ks);
+        return;
+    }
+    size_t ve = j->t[at + 1].end;
+    as_buf_put(out, s + os, ve - os);
+    as_buf_putc(out, ',');
+    as_buf_put(out, members, mlen);
+    as_buf_put(out, s + ve, oe - ve);
+}

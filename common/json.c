@@ -1,0 +1,339 @@
+// json.c - a strict RFC 8259 scanner. It validates one JSON text and records
+// byte-span tokens so tools can copy unchanged bytes through and splice only
+// what they change. No recursion: an open container's `next` field holds its
+// parent's index until the container closes.
+#include "acpsnap.h"
+#include <stdlib.h>
+#include <string.h>
+
+#define DEFAULT_MAXDEPTH 10000
+
+// 1 for bytes that may stand in a string body without further checks.
+static const unsigned char plain[256] = {
+#define R16(v) v, v, v, v, v, v, v, v, v, v, v, v, v, v, v, v
+    R16(0), R16(0),                                   // 0x00-0x1f: control
+    1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,   // 0x20-0x2f ('"' = 0x22)
+    R16(1), R16(1),                                   // 0x30-0x4f
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1,   // 0x50-0x5f ('\\' = 0x5c)
+    R16(1), R16(1),                                   // 0x60-0x7f
+    R16(0), R16(0), R16(0), R16(0), R16(0), R16(0), R16(0), R16(0),
+#undef R16
+};
+
+static int fail(as_json *j, size_t pos, const char *msg)
+{
+    j->err = msg;
+    j->errpos = pos;
+    return -1;
+}
+
+static uint32_t push(as_json *j, int type, size_t start)
+{
+    if (j->n == j->cap) {
+        j->cap = j->cap ? j->cap * 2 : 64;
+        j->t = as_xrealloc(j->t, j->cap * sizeof *j->t);
+    }
+    as_tok *t = &j->t[j->n];
+    t->type = (uint8_t)type;
+    t->esc = 0;
+    t->start = (uint32_t)start;
+    t->end = (uint32_t)start;
+    t->next = (uint32_t)j->n + 1;
+    t->count = 0;
+    return (uint32_t)j->n++;
+}
+
+static size_t ws(const char *s, size_t p, size_t len)
+{
+    while (p < len && (s[p] == ' ' || s[p] == '\t' || s[p] == '\n' || s[p] == '\r')) p++;
+    return p;
+}
+
+static int hex(unsigned char c) { return (c >= '0' && c <= '9') || ((c | 32) >= 'a' && (c | 32) <= 'f'); }
+
+// Length of the valid UTF-8 sequence at s[p] (lead byte >= 0x80), or 0.
+static int utf8len(const unsigned char *s, size_t p, size_t len)
+{
+    unsigned c = s[p];
+    int n;
+    unsigned lo = 0x80, hi = 0xbf;
+    if (c >= 0xc2 && c <= 0xdf) n = 2;
+    else if (c >= 0xe0 && c <= 0xef) { n = 3; if (c == 0xe0) lo = 0xa0; else if (c == 0xed) hi = 0x9f; }
+    else if (c >= 0xf0 && c <= 0xf4) { n = 4; if (c == 0xf0) lo = 0x90; else if (c == 0xf4) hi = 0x8f; }
+    else return 0;
+    if (p + (size_t)n > len) return 0;
+    if (s[p + 1] < lo || s[p + 1] > hi) return 0;
+    for (int k = 2; k < n; k++)
+        if ((s[p + (size_t)k] & 0xc0) != 0x80) return 0;
+    return n;
+}
+
+// Scans the string starting at the quote s[p]; returns 0 and sets *endp
+// just past the closing quote, or -1.
+static int string(as_json *j, size_t p, size_t *endp, int *esc)
+{
+    const unsigned char *s = (const unsigned char *)j->s;
+    size_t len = j->len;
+    p++;
+    for (;;) {
+        while (p < len && plain[s[p]]) p++;
+        if (p >= len) return fail(j, p, "unterminated string");
+        unsigned c = s[p];
+        if (c == '"') { *endp = p + 1; return 0; }
+        if (c == '\\') {
+            *esc = 1;
+            if (p + 1 >= len) return fail(j, p, "unterminated string");
+            unsigned e = s[p + 1];
+            if (e == 'u') {
+                if (p + 6 > len || !hex(s[p + 2]) || !hex(s[p + 3]) || !hex(s[p + 4]) || !hex(s[p + 5]))
+                    return fail(j, p, "invalid \\u escape");
+                p += 6;
+            } else if (e == '"' || e == '\\' || e == '/' || e == 'b' || e == 'f' || e == 'n' || e == 'r' || e == 't') {
+                p += 2;
+            } else {
+                return fail(j, p, "invalid escape");
+            }
+            continue;
+        }
+        if (c < 0x20) return fail(j, p, "raw control character in string");
+        int n = utf8len(s, p, len);
+        if (!n) return fail(j, p, "invalid UTF-8");
+        p += (size_t)n;
+    }
+}
+
+static int number(as_json *j, size_t p, size_t *endp)
+{
+    const char *s = j->s;
+    size_t len = j->len, st = p;
+    if (s[p] == '-') {
+        p++;
+        if (p < len && (s[p] == 'I' || s[p] == 'N')) return fail(j, st, "NaN and Infinity are not valid JSON");
+    }
+    if (p >= len || s[p] < '0' || s[p] > '9') return fail(j, st, "invalid number");
+    if (s[p] == '0') {
+        p++;
+        if (p < len && s[p] >= '0' && s[p] <= '9') return fail(j, st, "leading zeros are not allowed");
+    } else {
+        while (p < len && s[p] >= '0' && s[p] <= '9') p++;
+    }
+    if (p < len && s[p] == '.') {
+        p++;
+        if (p >= len || s[p] < '0' || s[p] > '9') return fail(j, p, "invalid number");
+        while (p < len && s[p] >= '0' && s[p] <= '9') p++;
+    }
+    if (p < len && (s[p] == 'e' || s[p] == 'E')) {
+        p++;
+        if (p < len && (s[p] == '+' || s[p] == '-')) p++;
+        if (p >= len || s[p] < '0' || s[p] > '9') return fail(j, p, "invalid number");
+        while (p < len && s[p] >= '0' && s[p] <= '9') p++;
+    }
+    *endp = p;
+    return 0;
+}
+
+static int literal(as_json *j, size_t p, const char *word, size_t *endp)
+{
+    size_t n = strlen(word);
+    if (p + n > j->len || memcmp(j->s + p, word, n)) return fail(j, p, "expected a value");
+    *endp = p + n;
+    return 0;
+}
+
+int as_json_parse(as_json *j, const char *s, size_t len)
+{
+    j->s = s;
+    j->len = len;
+    j->n = 0;
+    j->err = NULL;
+    if (len > UINT32_MAX - 1) return fail(j, 0, "line too long");
+    int maxdepth = j->maxdepth > 0 ? j->maxdepth : DEFAULT_MAXDEPTH;
+    int depth = 0;
+    long cur = -1;          // innermost open container
+    size_t p = ws(s, 0, len);
+
+value:
+    if (p >= len) return fail(j, p, "unexpected end of input");
+    if (cur >= 0) j->t[cur].count += j->t[cur].type == AS_JARR;
+    switch (s[p]) {
+    case '{':
+    case '[': {
+        if (++depth > maxdepth) return fail(j, p, "nesting too deep");
+        uint32_t i = push(j, s[p] == '{' ? AS_JOBJ : AS_JARR, p);
+        j->t[i].next = (uint32_t)(cur + 1);   // parent link, +1 so -1 fits
+        cur = i;
+        p = ws(s, p + 1, len);
+        if (p < len && s[p] == (j->t[i].type == AS_JOBJ ? '}' : ']')) goto close;
+        if (j->t[i].type == AS_JOBJ) goto key;
+        goto value;
+    }
+    case '"': {
+        uint32_t i = push(j, AS_JSTR, p);
+        int esc = 0;
+        size_t e;
+        if (string(j, p, &e, &esc)) return -1;
+        j->t[i].end = (uint32_t)e;
+        j->t[i].esc = (uint8_t)esc;
+        p = e;
+        break;
+    }
+    case 't': case 'f': case 'n': {
+        uint32_t i = push(j, s[p] == 't' ? AS_JTRUE : s[p] == 'f' ? AS_JFALSE : AS_JNULL, p);
+        size_t e;
+        if (literal(j, p, s[p] == 't' ? "true" : s[p] == 'f' ? "false" : "null", &e)) return -1;
+        j->t[i].end = (uint32_t)e;
+        p = e;
+        break;
+    }
+    case 'N': case 'I':
+        return fail(j, p, "NaN and Infinity are not valid JSON");
+    case '+':
+        return fail(j, p, "'+' is not allowed before a number");
+    default:
+        if (s[p] == '-' || (s[p] >= '0' && s[p] <= '9')) {
+            uint32_t i = push(j, AS_JNUM, p);
+            size_t e;
+            if (number(j, p, &e)) return -1;
+            j->t[i].end = (uint32_t)e;
+            p = e;
+            break;
+        }
+        return fail(j, p, "expected a value");
+    }
+
+after:
+    p = ws(s, p, len);
+    if (cur < 0) {
+        if (p != len) return fail(j, p, "trailing characters after the value");
+        return 0;
+    }
+    if (p >= len) return fail(j, p, "unexpected end of input");
+    if (j->t[cur].type == AS_JOBJ) {
+        if (s[p] == '}') goto close;
+        if (s[p] != ',') return fail(j, p, "expected ',' or '}'");
+        p = ws(s, p + 1, len);
+        goto key;
+    }
+    if (s[p] == ']') goto close;
+    if (s[p] != ',') return fail(j, p, "expected ',' or ']'");
+    p = ws(s, p + 1, len);
+    goto value;
+
+key:
+    if (p >= len) return fail(j, p, "unexpected end of input");
+    if (s[p] != '"') return fail(j, p, "expected a string key");
+    {
+        uint32_t i = push(j, AS_JSTR, p);
+        int esc = 0;
+        size_t e;
+        if (string(j, p, &e, &esc)) return -1;
+        j->t[i].end = (uint32_t)e;
+        j->t[i].esc = (uint8_t)esc;
+        j->t[cur].count++;
+        p = ws(s, e, len);
+        if (p >= len) return fail(j, p, "unexpected end of input");
+        if (s[p] != ':') return fail(j, p, "expected ':'");
+        p = ws(s, p + 1, len);
+        if (p >= len) return fail(j, p, "unexpected end of input");
+        // the member's value is not counted again for objects
+        goto value;
+    }
+
+close: {
+        as_tok *t = &j->t[cur];
+        t->end = (uint32_t)(p + 1);
+        long parent = (long)t->next - 1;
+        t->next = (uint32_t)j->n;
+        cur = parent;
+        depth--;
+        p++;
+        goto after;
+    }
+}
+
+void as_json_free(as_json *j)
+{
+    free(j->t);
+    j->t = NULL;
+    j->n = j->cap = 0;
+}
+
+void as_json_die(const as_json *j, const char *file, long line)
+{
+    as_die_at(file, line, as_json_errcol(j), "invalid JSON: %s", j->err);
+}
+
+int as_json_firstkey(const as_json *j, int obj)
+{
+    if (obj < 0 || j->t[obj].type != AS_JOBJ || j->t[obj].count == 0) return -1;
+    return obj + 1;
+}
+
+int as_json_nextkey(const as_json *j, int key)
+{
+    uint32_t nx = j->t[key + 1].next;
+    // The next key exists when nx is still inside the parent; callers walk from
+    // firstkey, so the parent's end is found by position.
+    if (nx >= j->n || j->t[nx].start >= j->len) return -1;
+    // A key is always a string immediately following a value at the same level:
+    // check the byte before it (after whitespace) is a comma.
+    const char *s = j->s;
+    size_t q = j->t[key + 1].end;
+    while (q < j->len && (s[q] == ' ' || s[q] == '\t' || s[q] == '\n' || s[q] == '\r')) q++;
+    return (q < j->len && s[q] == ',') ? (int)nx : -1;
+}
+
+int as_json_first(const as_json *j, int arr)
+{
+    if (arr < 0 || j->t[arr].type != AS_JARR || j->t[arr].count == 0) return -1;
+    return arr + 1;
+}
+
+int as_json_nextel(const as_json *j, int el)
+{
+    uint32_t nx = j->t[el].next;
+    const char *s = j->s;
+    size_t q = j->t[el].end;
+    while (q < j->len && (s[q] == ' ' || s[q] == '\t' || s[q] == '\n' || s[q] == '\r')) q++;
+    return (q < j->len && s[q] == ',' && nx < j->n) ? (int)nx : -1;
+}
+
+int as_json_get(const as_json *j, int obj, const char *key)
+{
+    for (int k = as_json_firstkey(j, obj); k >= 0; k = as_json_nextkey(j, k))
+        if (as_json_streq(j, k, key)) return k + 1;
+    return -1;
+}
+
+int as_json_streq(const as_json *j, int tok, const char *lit)
+{
+    const as_tok *t = &j->t[tok];
+    if (t->type != AS_JSTR) return 0;
+    size_t n = strlen(lit);
+    if (!t->esc)
+        return t->end - t->start - 2 == n && !memcmp(j->s + t->start + 1, lit, n);
+    as_buf b = {0};
+    as_json_str(j, tok, &b);
+    int eq = b.n == n && !memcmp(b.p, lit, n);
+    as_buf_free(&b);
+    return eq;
+}
+
+int as_json_int(const as_json *j, int tok, int64_t *out)
+{
+    const as_tok *t = &j->t[tok];
+    if (t->type != AS_JNUM) return 0;
+    const char *s = j->s + t->start;
+    size_t n = t->end - t->start, i = 0;
+    int neg = 0;
+    if (s[0] == '-') { neg = 1; i = 1; }
+    if (n - i > 16) return 0;
+    int64_t v = 0;
+    for (; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9') return 0;
+        v = v * 10 + (s[i] - '0');
+    }
+    if (v > 9007199254740991LL) return 0;
+    *out = neg ? -v : v;
+    return 1;
+}

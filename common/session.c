@@ -1,0 +1,562 @@
+// session.c - the session log v0 codec (DESIGN.md §3): decoding packed rows
+// into events with envelopes (synthetic ones for projected input), strict row
+// validation, canonical packing of delta runs, projection.
+#include "acpsnap.h"
+#include <stdlib.h>
+#include <string.h>
+
+#define SAFE_MAX 9007199254740991LL
+
+struct as_sess {
+    as_in *in;
+    as_buf header;
+    int64_t seed_length;
+    as_form form;
+    long form_line;        // first body line that fixed the form
+    const char *line; size_t len;   // current source line
+    as_json j;             // tokens of the current source line
+    as_json ej;            // tokens of a synthesized event
+    as_buf ebuf;           // synthesized event bytes
+    int64_t nextseq;       // running count of decoded events
+    // packed row expansion
+    int row;               // 0 none, else the row's as_delta kind
+    int row_projected;
+    int64_t row_k, row_n, row_seq0, row_time;
+    int mem;               // token of the next member
+    int dt;                // token of the next dt element
+    int turn, step, index, id, name;
+};
+
+static const char *row_tag(int kind)
+{
+    return kind == AS_DELTA_TEXT ? "text-chunks" : kind == AS_DELTA_REASONING ? "reasoning-chunks" : "tool-call-chunks";
+}
+
+as_sess *as_sess_open(const char *path)
+{
+    as_sess *s = calloc(1, sizeof *s);
+    if (!s) as_die(AS_TROUBLE, "out of memory");
+    s->in = as_in_open(path);
+    const char *line;
+    size_t len;
+    if (!as_in_line(s->in, &line, &len))
+        as_die_at(as_in_name(s->in), 0, 0, "empty file: a session log starts with a header line");
+    if (as_json_parse(&s->j, line, len)) as_json_die(&s->j, as_in_name(s->in), 1);
+    int ty = s->j.t[0].type == AS_JOBJ ? as_json_get(&s->j, 0, "type") : -1;
+    if (ty < 0 || !as_json_streq(&s->j, ty, "session"))
+        as_die_at(as_in_name(s->in), 1, 0, "not a session log: line 1 is not a header ({\"type\":\"session\",…})");
+    int sl = as_json_get(&s->j, 0, "seedLength");
+    int64_t v;
+    if (sl >= 0 && as_json_int(&s->j, sl, &v) && v > 0) s->seed_length = v;
+    as_buf_put(&s->header, line, len);
+    return s;
+}
+
+void as_sess_header(const as_sess *s, const char **line, size_t *len) { *line = s->header.p; *len = s->header.n; }
+void as_sess_line(const as_sess *s, const char **line, size_t *len) { *line = s->line; *len = s->len; }
+int64_t as_sess_seed_length(const as_sess *s) { return s->seed_length; }
+as_form as_sess_form(const as_sess *s) { return s->form; }
+const char *as_sess_name(const as_sess *s) { return as_in_name(s->in); }
+as_in *as_sess_in(as_sess *s) { return s->in; }
+
+void as_sess_close(as_sess *s)
+{
+    if (!s) return;
+    as_in_close(s->in);
+    as_buf_free(&s->header);
+    as_buf_free(&s->ebuf);
+    as_json_free(&s->j);
+    as_json_free(&s->ej);
+    free(s);
+}
+
+_Noreturn static void bad(as_sess *s, const char *fmt, const char *arg)
+{
+    as_die_at(as_in_name(s->in), as_in_lineno(s->in), 0, fmt, arg);
+}
+
+static void set_form(as_sess *s, as_form f)
+{
+    if (s->form == AS_FORM_UNKNOWN) { s->form = f; s->form_line = as_in_lineno(s->in); return; }
+    if (s->form == f) return;
+    as_die_at(as_in_name(s->in), as_in_lineno(s->in), 0,
+              "projected and persisted lines are mixed: this line %s an envelope, line %ld %s",
+              f == AS_FORM_PROJECTED ? "lacks" : "has", s->form_line,
+              f == AS_FORM_PROJECTED ? "has one" : "does not");
+}
+
+static int exact_keys(const as_json *j, int obj, const char *const *keys)
+{
+    int n = 0;
+    for (; keys[n]; n++)
+        if (as_json_get(j, obj, keys[n]) < 0) return 0;
+    return (int)j->t[obj].count == n;
+}
+
+static int is_num(const as_json *j, int tok) { return tok >= 0 && j->t[tok].type == AS_JNUM; }
+
+// Validates a row-tagged line (kind) and arms its expansion.
+static void start_row(as_sess *s, int kind)
+{
+    const as_json *j = &s->j;
+    const char *tag = row_tag(kind);
+    char why[160];
+#define MALFORMED(...) do { snprintf(why, sizeof why, __VA_ARGS__); \
+        as_die_at(as_in_name(s->in), as_in_lineno(s->in), 0, "malformed %s row: %s", tag, why); } while (0)
+    int seq0 = as_json_get(j, 0, "seq0"), time0 = as_json_get(j, 0, "time0");
+    if ((seq0 < 0) != (time0 < 0))
+        MALFORMED("%s without %s", seq0 >= 0 ? "seq0" : "time0", seq0 >= 0 ? "time0" : "seq0");
+    int projected = seq0 < 0;
+    set_form(s, projected ? AS_FORM_PROJECTED : AS_FORM_PERSISTED);
+    static const char *const env_full[] = {"type", "seq0", "time0", "data", NULL};
+    static const char *const env_proj[] = {"type", "data", NULL};
+    if (!exact_keys(j, 0, projected ? env_proj : env_full))
+        MALFORMED(projected ? "envelope must be exactly {type, data}" : "envelope must be exactly {type, seq0, time0, data}");
+    int64_t vseq0 = s->nextseq, vtime0 = 0;
+    if (!projected) {
+        if (!as_json_int(j, seq0, &vseq0) || vseq0 < 0) MALFORMED("seq0 must be a non-negative safe integer");
+        if (!as_json_int(j, time0, &vtime0)) MALFORMED("time0 must be a safe integer");
+    }
+    int data = as_json_get(j, 0, "data");
+    if (j->t[data].type != AS_JOBJ) MALFORMED("data must be an object");
+    const char *payload_key = kind == AS_DELTA_TOOL ? "args" : "texts";
+    if (kind == AS_DELTA_TOOL) {
+        static const char *const k1[] = {"turn", "step", "index", "id", "name", "dt", "args", NULL};
+        static const char *const k2[] = {"turn", "step", "index", "id", "dt", "args", NULL};
+        int with_name = exact_keys(j, data, k1);
+        if (!with_name && !exact_keys(j, data, k2))
+            MALFORMED("data must be exactly {turn, step, index, id, name?, dt, args}");
+        s->id = as_json_get(j, data, "id");
+        s->name = with_name ? as_json_get(j, data, "name") : -1;
+        if (j->t[s->id].type != AS_JSTR || (with_name && j->t[s->name].type != AS_JSTR))
+            MALFORMED("id (and name when present) must be strings");
+    } else {
+        static const char *const k[] = {"turn", "step", "index", "dt", "texts", NULL};
+        if (!exact_keys(j, data, k)) MALFORMED("data must be exactly {turn, step, index, dt, texts}");
+        s->id = s->name = -1;
+    }
+    s->turn = as_json_get(j, data, "turn");
+    s->step = as_json_get(j, data, "step");
+    s->index = as_json_get(j, data, "index");
+    if (!is_num(j, s->turn) || !is_num(j, s->step) || !is_num(j, s->index))
+        MALFORMED("turn/step/index must be numbers");
+    int pay = as_json_get(j, data, payload_key);
+    if (j->t[pay].type != AS_JARR || j->t[pay].count == 0)
+        MALFORMED("%s must be a non-empty string array", payload_key);
+    for (int e = as_json_first(j, pay); e >= 0; e = as_json_nextel(j, e))
+        if (j->t[e].type != AS_JSTR) MALFORMED("%s must be a non-empty string array", payload_key);
+    int dt = as_json_get(j, data, "dt");
+    if (j->t[dt].type != AS_JARR) MALFORMED("dt must be an array of safe integers");
+    int64_t t = vtime0, g;
+    for (int e = as_json_first(j, dt); e >= 0; e = as_json_nextel(j, e))
+        if (!as_json_int(j, e, &g)) MALFORMED("dt must be an array of safe integers");
+    if (j->t[dt].count != j->t[pay].count - 1)
+        MALFORMED("dt length %u does not match %u members", j->t[dt].count, j->t[pay].count);
+    if (vseq0 + (int64_t)j->t[pay].count - 1 > SAFE_MAX) MALFORMED("member seqs must stay safe integers");
+    for (int e = as_json_first(j, dt); e >= 0; e = as_json_nextel(j, e)) {
+        as_json_int(j, e, &g);
+        t += g;
+        if (t > SAFE_MAX || t < -SAFE_MAX) MALFORMED("member times must stay safe integers");
+    }
+#undef MALFORMED
+    s->row = kind;
+    s->row_projected = projected;
+    s->row_k = 0;
+    s->row_n = j->t[pay].count;
+    s->row_seq0 = vseq0;
+    s->row_time = vtime0;
+    s->mem = as_json_first(j, pay);
+    s->dt = as_json_first(j, dt);
+}
+
+static void span(as_buf *b, const as_json *j, int tok) { as_buf_put(b, as_tok_p(j, tok), as_tok_len(j, tok)); }
+
+// Builds member row_k of the current row as an event.
+static void row_member(as_sess *s, as_event *ev)
+{
+    const as_json *j = &s->j;
+    if (s->row_k > 0) {
+        int64_t g = 0;
+        as_json_int(j, s->dt, &g);
+        s->row_time += g;
+        s->dt = as_json_nextel(j, s->dt);
+    }
+    as_buf *b = &s->ebuf;
+    as_buf_reset(b);
+    as_buf_puts(b, "{\"type\":\"assistant/chunk\",\"seq\":");
+    as_buf_puti(b, s->row_seq0 + s->row_k);
+    as_buf_puts(b, ",\"time\":");
+    as_buf_puti(b, s->row_time);
+    as_buf_puts(b, ",\"data\":{\"turn\":");
+    span(b, j, s->turn);
+    as_buf_puts(b, ",\"step\":");
+    span(b, j, s->step);
+    as_buf_puts(b, s->row == AS_DELTA_TEXT ? ",\"chunk\":{\"type\":\"text-delta\",\"index\":"
+                   : s->row == AS_DELTA_REASONING ? ",\"chunk\":{\"type\":\"reasoning-delta\",\"index\":"
+                   : ",\"chunk\":{\"type\":\"tool-call-delta\",\"index\":");
+    span(b, j, s->index);
+    if (s->row == AS_DELTA_TOOL) {
+        as_buf_puts(b, ",\"id\":");
+        span(b, j, s->id);
+        if (s->name >= 0) { as_buf_puts(b, ",\"name\":"); span(b, j, s->name); }
+        as_buf_puts(b, ",\"argumentsDelta\":");
+    } else {
+        as_buf_puts(b, ",\"text\":");
+    }
+    span(b, j, s->mem);
+    as_buf_puts(b, "}}}");
+    if (as_json_parse(&s->ej, b->p, b->n)) as_die(AS_TROUBLE, "internal error: bad member event");
+    ev->json = b->p;
+    ev->len = b->n;
+    ev->j = &s->ej;
+    ev->seq = s->row_seq0 + s->row_k;
+    ev->time = s->row_time;
+    ev->has_int_envelope = 1;
+    ev->lineno = as_in_lineno(s->in);
+    ev->member = (int)s->row_k;
+    ev->projected = s->row_projected;
+    s->mem = as_json_nextel(j, s->mem);
+    if (++s->row_k == s->row_n) s->row = 0;
+    s->nextseq++;
+}
+
+int as_sess_next(as_sess *s, as_event *ev)
+{
+    if (s->row) { row_member(s, ev); return 1; }
+    const char *line;
+    size_t len;
+    if (!as_in_line(s->in, &line, &len)) return 0;
+    s->line = line;
+    s->len = len;
+    const char *name = as_in_name(s->in);
+    long ln = as_in_lineno(s->in);
+    if (len == 0) as_die_at(name, ln, 0, "empty line");
+    as_json *j = &s->j;
+    if (as_json_parse(j, line, len)) as_json_die(j, name, ln);
+    if (j->t[0].type != AS_JOBJ) bad(s, "not a JSON object%s", "");
+    int ty = as_json_get(j, 0, "type");
+    if (ty < 0) bad(s, "missing \"type\"%s", "");
+    if (j->t[ty].type != AS_JSTR) bad(s, "\"type\" must be a string%s", "");
+    if (as_json_streq(j, ty, "text-chunks")) start_row(s, AS_DELTA_TEXT);
+    else if (as_json_streq(j, ty, "reasoning-chunks")) start_row(s, AS_DELTA_REASONING);
+    else if (as_json_streq(j, ty, "tool-call-chunks")) start_row(s, AS_DELTA_TOOL);
+    if (s->row) { row_member(s, ev); return 1; }
+    if (as_json_streq(j, ty, "session")) bad(s, "a second session header%s", "");
+
+    int seq = as_json_get(j, 0, "seq"), time = as_json_get(j, 0, "time");
+    if ((seq < 0) != (time < 0))
+        bad(s, seq >= 0 ? "event has \"seq\" without \"time\"%s" : "event has \"time\" without \"seq\"%s", "");
+    ev->lineno = ln;
+    ev->member = -1;
+    if (seq >= 0) {
+        set_form(s, AS_FORM_PERSISTED);
+        ev->json = line;
+        ev->len = len;
+        ev->j = j;
+        ev->has_int_envelope = as_json_int(j, seq, &ev->seq) && as_json_int(j, time, &ev->time) && ev->seq >= 0;
+        if (!ev->has_int_envelope) ev->seq = ev->time = 0;
+        ev->projected = 0;
+    } else {
+        set_form(s, AS_FORM_PROJECTED);
+        as_buf m = {0};
+        as_buf_puts(&m, "\"seq\":");
+        as_buf_puti(&m, s->nextseq);
+        as_buf_puts(&m, ",\"time\":0");
+        as_buf_reset(&s->ebuf);
+        as_json_insert_after(j, 0, "type", m.p, m.n, &s->ebuf);
+        as_buf_free(&m);
+        if (as_json_parse(&s->ej, s->ebuf.p, s->ebuf.n)) as_die(AS_TROUBLE, "internal error: bad restored event");
+        ev->json = s->ebuf.p;
+        ev->len = s->ebuf.n;
+        ev->j = &s->ej;
+        ev->seq = s->nextseq;
+        ev->time = 0;
+        ev->has_int_envelope = 1;
+        ev->projected = 1;
+    }
+    s->nextseq++;
+    return 1;
+}
+
+// ---------------------------------------------------------------- packing
+
+typedef struct { as_delta kind; int turn, step, index, id, name, payload; } delta_f;
+
+static as_delta classify(const as_event *ev, delta_f *f)
+{
+    const as_json *j = ev->j;
+    static const char *const env[] = {"type", "seq", "time", "data", NULL};
+    static const char *const dk[] = {"turn", "step", "chunk", NULL};
+    if (!ev->has_int_envelope || ev->seq < 0) return AS_DELTA_NONE;
+    int ty = as_json_get(j, 0, "type");
+    if (ty < 0 || !as_json_streq(j, ty, "assistant/chunk") || !exact_keys(j, 0, env)) return AS_DELTA_NONE;
+    int data = as_json_get(j, 0, "data");
+    if (j->t[data].type != AS_JOBJ || !exact_keys(j, data, dk)) return AS_DELTA_NONE;
+    f->turn = as_json_get(j, data, "turn");
+    f->step = as_json_get(j, data, "step");
+    if (!is_num(j, f->turn) || !is_num(j, f->step)) return AS_DELTA_NONE;
+    int c = as_json_get(j, data, "chunk");
+    if (j->t[c].type != AS_JOBJ) return AS_DELTA_NONE;
+    f->index = as_json_get(j, c, "index");
+    int cty = as_json_get(j, c, "type");
+    if (!is_num(j, f->index) || cty < 0) return AS_DELTA_NONE;
+    f->id = f->name = -1;
+    if (as_json_streq(j, cty, "text-delta") || as_json_streq(j, cty, "reasoning-delta")) {
+        static const char *const ck[] = {"type", "index", "text", NULL};
+        f->payload = as_json_get(j, c, "text");
+        if (!exact_keys(j, c, ck) || j->t[f->payload].type != AS_JSTR) return AS_DELTA_NONE;
+        return f->kind = as_json_streq(j, cty, "text-delta") ? AS_DELTA_TEXT : AS_DELTA_REASONING;
+    }
+    if (as_json_streq(j, cty, "tool-call-delta")) {
+        static const char *const c1[] = {"type", "index", "id", "argumentsDelta", NULL};
+        static const char *const c2[] = {"type", "index", "id", "name", "argumentsDelta", NULL};
+        f->name = as_json_get(j, c, "name");
+        if (!exact_keys(j, c, f->name >= 0 ? c2 : c1)) return AS_DELTA_NONE;
+        if (f->name >= 0 && j->t[f->name].type != AS_JSTR) return AS_DELTA_NONE;
+        f->id = as_json_get(j, c, "id");
+        f->payload = as_json_get(j, c, "argumentsDelta");
+        if (j->t[f->id].type != AS_JSTR || j->t[f->payload].type != AS_JSTR) return AS_DELTA_NONE;
+        return f->kind = AS_DELTA_TOOL;
+    }
+    return AS_DELTA_NONE;
+}
+
+as_delta as_event_delta(const as_event *ev)
+{
+    delta_f f;
+    return classify(ev, &f);
+}
+
+struct as_packer {
+    int mode;
+    as_emit_fn emit;
+    void *ctx;
+    // the open run
+    as_delta kind;
+    int64_t n, seq0, time0, lastseq, lasttime;
+    int projected;          // output form of the run
+    long srcline;
+    as_buf turn, step, index, id, name;
+    int has_name;
+    as_buf dt, payloads;
+    as_buf early[2];        // the first two members as plain lines
+    long early_line[2];
+    as_buf out;
+};
+
+as_packer *as_packer_new(int mode, as_emit_fn emit, void *ctx)
+{
+    as_packer *p = calloc(1, sizeof *p);
+    if (!p) as_die(AS_TROUBLE, "out of memory");
+    p->mode = mode;
+    p->emit = emit;
+    p->ctx = ctx;
+    return p;
+}
+
+void as_event_line(const as_event *ev, int projected, as_buf *out)
+{
+    static const char *const env[] = {"seq", "time", NULL};
+    if (projected) as_json_drop_keys(ev->j, 0, env, out);
+    else as_buf_put(out, ev->json, ev->len);
+}
+
+static int out_projected(const as_packer *p, const as_event *ev)
+{
+    return p->mode == AS_PACK_KEEP ? ev->projected : p->mode == AS_PACK_PROJECTED;
+}
+
+static void flush_run(as_packer *p)
+{
+    if (!p->kind) return;
+    if (p->n < 3) {
+        for (int64_t k = 0; k < p->n; k++) p->emit(p->ctx, p->early[k].p, p->early[k].n, p->early_line[k]);
+        p->kind = AS_DELTA_NONE;
+        return;
+    }
+    as_buf *o = &p->out;
+    as_buf_reset(o);
+    as_buf_puts(o, "{\"type\":\"");
+    as_buf_puts(o, row_tag(p->kind));
+    as_buf_putc(o, '"');
+    if (!p->projected) {
+        as_buf_puts(o, ",\"seq0\":");
+        as_buf_puti(o, p->seq0);
+        as_buf_puts(o, ",\"time0\":");
+        as_buf_puti(o, p->time0);
+    }
+    as_buf_puts(o, ",\"data\":{\"turn\":");
+    as_buf_put(o, p->turn.p, p->turn.n);
+    as_buf_puts(o, ",\"step\":");
+    as_buf_put(o, p->step.p, p->step.n);
+    as_buf_puts(o, ",\"index\":");
+    as_buf_put(o, p->index.p, p->index.n);
+    as_buf_puts(o, ",\"dt\":[");
+    as_buf_put(o, p->dt.p, p->dt.n);
+    as_buf_putc(o, ']');
+    if (p->kind == AS_DELTA_TOOL) {
+        as_buf_puts(o, ",\"id\":");
+        as_buf_put(o, p->id.p, p->id.n);
+        if (p->has_name) { as_buf_puts(o, ",\"name\":"); as_buf_put(o, p->name.p, p->name.n); }
+        as_buf_puts(o, ",\"args\":[");
+    } else {
+        as_buf_puts(o, ",\"texts\":[");
+    }
+    as_buf_put(o, p->payloads.p, p->payloads.n);
+    as_buf_puts(o, "]}}");
+    p->emit(p->ctx, o->p, o->n, p->srcline);
+    p->kind = AS_DELTA_NONE;
+}
+
+static int same_span(const as_buf *b, const as_json *j, int tok)
+{
+    return b->n == as_tok_len(j, tok) && !memcmp(b->p, as_tok_p(j, tok), b->n);
+}
+
+static void set_span(as_buf *b, const as_json *j, int tok)
+{
+    as_buf_reset(b);
+    if (tok >= 0) span(b, j, tok);
+}
+
+void as_packer_push(as_packer *p, const as_event *ev)
+{
+    delta_f f;
+    as_delta k = classify(ev, &f);
+    const as_json *j = ev->j;
+    int projected = out_projected(p, ev);
+    if (k && p->kind == k && projected == p->projected && ev->seq == p->lastseq + 1
+        && ev->time - p->lasttime <= SAFE_MAX && ev->time - p->lasttime >= -SAFE_MAX
+        && same_span(&p->turn, j, f.turn) && same_span(&p->step, j, f.step) && same_span(&p->index, j, f.index)
+        && (k != AS_DELTA_TOOL || (same_span(&p->id, j, f.id) && (f.name >= 0) == p->has_name
+                                   && (f.name < 0 || same_span(&p->name, j, f.name))))) {
+        if (p->n < 2) {
+            as_buf_reset(&p->early[p->n]);
+            as_event_line(ev, projected, &p->early[p->n]);
+            p->early_line[p->n] = ev->lineno;
+        }
+        if (p->n > 1) as_buf_putc(&p->dt, ',');
+        as_buf_puti(&p->dt, ev->time - p->lasttime);
+        as_buf_putc(&p->payloads, ',');
+        span(&p->payloads, j, f.payload);
+        p->n++;
+        p->lastseq = ev->seq;
+        p->lasttime = ev->time;
+        return;
+    }
+    flush_run(p);
+    if (!k) {
+        as_buf_reset(&p->out);
+        as_event_line(ev, projected, &p->out);
+        p->emit(p->ctx, p->out.p, p->out.n, ev->lineno);
+        return;
+    }
+    p->kind = k;
+    p->projected = projected;
+    p->n = 1;
+    p->seq0 = p->lastseq = ev->seq;
+    p->time0 = p->lasttime = ev->time;
+    p->srcline = ev->lineno;
+    set_span(&p->turn, j, f.turn);
+    set_span(&p->step, j, f.step);
+    set_span(&p->index, j, f.index);
+    set_span(&p->id, j, f.id);
+    set_span(&p->name, j, f.name);
+    p->has_name = f.name >= 0;
+    as_buf_reset(&p->dt);
+    as_buf_reset(&p->payloads);
+    span(&p->payloads, j, f.payload);
+    as_buf_reset(&p->early[0]);
+    as_event_line(ev, projected, &p->early[0]);
+    p->early_line[0] = ev->lineno;
+}
+
+void as_packer_finish(as_packer *p) { flush_run(p); }
+
+void as_packer_free(as_packer *p)
+{
+    if (!p) return;
+    as_buf *bs[] = {&p->turn, &p->step, &p->index, &p->id, &p->name, &p->dt, &p->payloads,
+                    &p->early[0], &p->early[1], &p->out};
+    for (size_t i = 0; i < sizeof bs / sizeof *bs; i++) as_buf_free(bs[i]);
+    free(p);
+}
+
+// ---------------------------------------------------------------- check
+
+typedef struct qline { char *p; size_t n; long line; struct qline *next; } qline;
+typedef struct { qline *head, *tail; long bad; } checkq;
+
+static void check_emit(void *ctx, const char *line, size_t len, long srcline)
+{
+    checkq *q = ctx;
+    if (q->bad) return;
+    qline *h = q->head;
+    if (!h) { q->bad = srcline; return; }
+    if (h->n != len || memcmp(h->p, line, len)) { q->bad = h->line; return; }
+    q->head = h->next;
+    if (!q->head) q->tail = NULL;
+    free(h->p);
+    free(h);
+}
+
+int as_sess_check(const char *path, long *badline)
+{
+    as_sess *s = as_sess_open(path);
+    checkq q = {0};
+    as_packer *p = as_packer_new(AS_PACK_KEEP, check_emit, &q);
+    as_event ev;
+    long last = 1;
+    while (!q.bad && as_sess_next(s, &ev)) {
+        if (ev.lineno != last) {   // queue each source line once
+            const char *l;
+            size_t n;
+            as_sess_line(s, &l, &n);
+            qline *e = as_xmalloc(sizeof *e);
+            e->p = as_xmalloc(n ? n : 1);
+            memcpy(e->p, l, n);
+            e->n = n;
+            e->line = ev.lineno;
+            e->next = NULL;
+            if (q.tail) q.tail->next = e; else q.head = e;
+            q.tail = e;
+            last = ev.lineno;
+        }
+        as_packer_push(p, &ev);
+    }
+    if (!q.bad) as_packer_finish(p);
+    if (!q.bad && q.head) q.bad = q.head->line;
+    while (q.head) { qline *n = q.head->next; free(q.head->p); free(q.head); q.head = n; }
+    as_packer_free(p);
+    as_sess_close(s);
+    *badline = q.bad;
+    return q.bad ? 1 : 0;
+}
+
+// ---------------------------------------------------------------- transcode
+
+static void out_emit(void *ctx, const char *line, size_t len, long srcline)
+{
+    as_out_line(ctx, line, len);
+}
+
+void as_sess_transcode(const char *path, as_out *o, int mode, int unpack)
+{
+    as_sess *s = as_sess_open(path);
+    const char *h;
+    size_t hn;
+    as_sess_header(s, &h, &hn);
+    as_out_line(o, h, hn);
+    as_out_frame(o);
+    as_event ev;
+    if (unpack) {
+        while (as_sess_next(s, &ev)) as_out_line(o, ev.json, ev.len);
+    } else {
+        as_packer *p = as_packer_new(mode, out_emit, o);
+        while (as_sess_next(s, &ev)) as_packer_push(p, &ev);
+        as_packer_finish(p);
+        as_packer_free(p);
+    }
+    as_out_frame(o);
+    as_sess_close(s);
+}

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# make bench: runs every test/bench/*.sh in turn; each prints its own figures.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+export PATH="$PWD/bin:$PWD/example:$PATH"
+export BENCH_TMP="${BENCH_TMP:-$(mktemp -d /tmp/acpsnap-bench.XXXXXX)}"
+trap 'rm -rf "$BENCH_TMP"' EXIT
+for b in test/bench/[0-9a-z]*.sh; do
+    [ "$b" = test/bench/run.sh ] && continue
+    echo "== $(basename "$b" .sh)"
+    bash "$b"
+done

@@ -41,6 +41,9 @@ void as_warn_at(const char *file, long line, long col, const char *fmt, ...)
 void as_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));  // "prog: message"
 // "prog: unable to <what>: strerror(errno)" then exit(AS_TROUBLE).
 _Noreturn void as_die_sys(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+// When set, called instead of exit() by the as_die* family (fuzz targets
+// longjmp out of it); it must not return.
+extern void (*as_die_hook)(int code);
 void *as_xmalloc(size_t n);             // never NULL; dies on exhaustion
 void *as_xrealloc(void *p, size_t n);
 char *as_xstrdup(const char *s);

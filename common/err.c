@@ -5,6 +5,13 @@
 #include <string.h>
 
 const char *as_prog = "acpsnap";
+void (*as_die_hook)(int code);
+
+static _Noreturn void leave(int code)
+{
+    if (as_die_hook) as_die_hook(code);
+    exit(code);
+}
 
 void as_setprog(const char *argv0)
 {
@@ -32,7 +39,7 @@ void as_die(int code, const char *fmt, ...)
     va_start(ap, fmt);
     vmsg(NULL, 0, 0, fmt, ap);
     va_end(ap);
-    exit(code);
+    leave(code);
 }
 
 void as_die_at(const char *file, long line, long col, const char *fmt, ...)
@@ -41,7 +48,7 @@ void as_die_at(const char *file, long line, long col, const char *fmt, ...)
     va_start(ap, fmt);
     vmsg(file, line, col, fmt, ap);
     va_end(ap);
-    exit(AS_TROUBLE);
+    leave(AS_TROUBLE);
 }
 
 void as_warn_at(const char *file, long line, long col, const char *fmt, ...)
@@ -70,7 +77,7 @@ void as_die_sys(const char *fmt, ...)
     vfprintf(stderr, fmt, ap);
     va_end(ap);
     fprintf(stderr, ": %s\n", strerror(e));
-    exit(AS_TROUBLE);
+    leave(AS_TROUBLE);
 }
 
 void *as_xmalloc(size_t n)

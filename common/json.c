@@ -73,16 +73,16 @@ static int utf8len(const unsigned char *s, size_t p, size_t len)
 static int string(as_json *j, size_t p, size_t *endp, int *esc)
 {
     const unsigned char *s = (const unsigned char *)j->s;
-    size_t len = j->len;
+    size_t len = j->len, open = p;
     p++;
     for (;;) {
         while (p < len && plain[s[p]]) p++;
-        if (p >= len) return fail(j, p, "unterminated string");
+        if (p >= len) return fail(j, open, "unterminated string");
         unsigned c = s[p];
         if (c == '"') { *endp = p + 1; return 0; }
         if (c == '\\') {
             *esc = 1;
-            if (p + 1 >= len) return fail(j, p, "unterminated string");
+            if (p + 1 >= len) return fail(j, open, "unterminated string");
             unsigned e = s[p + 1];
             if (e == 'u') {
                 if (p + 6 > len || !hex(s[p + 2]) || !hex(s[p + 3]) || !hex(s[p + 4]) || !hex(s[p + 5]))

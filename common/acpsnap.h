@@ -138,6 +138,21 @@ int as_json_first(const as_json *j, int arr);
 int as_json_nextel(const as_json *j, int el);
 // 1 when string token `tok` equals the C string lit (escapes decoded).
 int as_json_streq(const as_json *j, int tok, const char *lit);
+// A key name with its length, for as_json_pick (AS_KEY("type")).
+typedef struct { const char *s; size_t n; } as_key;
+#define AS_KEY(lit) {lit, sizeof(lit) - 1}
+// One pass over object obj: idx[i] = value token of keys[i] or -1 (first
+// occurrence). Returns the member count, or -1 when obj is not an object.
+int as_json_pick(const as_json *j, int obj, const as_key *keys, int n, int *idx);
+// 1 when token tok is a string equal to the literal (a compile-time string).
+#define AS_TOK_IS(j, tok, lit) as_json_tok_is((j), (tok), lit, sizeof(lit) - 1)
+static inline int as_json_tok_is(const as_json *j, int tok, const char *lit, size_t n)
+{
+    const as_tok *t = &j->t[tok];
+    if (t->type != AS_JSTR) return 0;
+    if (t->esc) return as_json_streq(j, tok, lit);
+    return t->end - t->start - 2 == n && !__builtin_memcmp(j->s + t->start + 1, lit, n);
+}
 // Plain integer (-?[0-9]+, no fraction/exponent) within ±(2^53−1): 1 and *out.
 int as_json_int(const as_json *j, int tok, int64_t *out);
 // Byte span helpers.

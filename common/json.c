@@ -5,6 +5,9 @@
 #include "acpsnap.h"
 #include <stdlib.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #define DEFAULT_MAXDEPTH 10000
 
@@ -27,7 +30,7 @@ static int fail(as_json *j, size_t pos, const char *msg)
     return -1;
 }
 
-static uint32_t push(as_json *j, int type, size_t start)
+static inline uint32_t push(as_json *j, int type, size_t start)
 {
     if (j->n == j->cap) {
         j->cap = j->cap ? j->cap * 2 : 64;
@@ -76,6 +79,21 @@ static int string(as_json *j, size_t p, size_t *endp, int *esc)
     size_t len = j->len, open = p;
     p++;
     for (;;) {
+#ifdef __SSE2__
+        // Sixteen bytes at a time: stop at '"', '\\', a control byte or a
+        // non-ASCII byte (the signed compare catches both of the latter).
+        {
+            const __m128i q = _mm_set1_epi8('"'), b = _mm_set1_epi8('\\'), sp = _mm_set1_epi8(0x20);
+            while (p + 16 <= len) {
+                __m128i v = _mm_loadu_si128((const __m128i *)(s + p));
+                __m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, q), _mm_cmpeq_epi8(v, b)),
+                                         _mm_cmplt_epi8(v, sp));
+                unsigned mask = (unsigned)_mm_movemask_epi8(m);
+                if (mask) { p += (size_t)__builtin_ctz(mask); break; }
+                p += 16;
+            }
+        }
+#endif
         while (p < len && plain[s[p]]) p++;
         if (p >= len) return fail(j, open, "unterminated string");
         unsigned c = s[p];
@@ -300,9 +318,37 @@ int as_json_nextel(const as_json *j, int el)
 
 int as_json_get(const as_json *j, int obj, const char *key)
 {
-    for (int k = as_json_firstkey(j, obj); k >= 0; k = as_json_nextkey(j, k))
-        if (as_json_streq(j, k, key)) return k + 1;
+    size_t n = strlen(key);
+    for (int k = as_json_firstkey(j, obj); k >= 0; k = as_json_nextkey(j, k)) {
+        const as_tok *t = &j->t[k];
+        if (!t->esc) {
+            if (t->end - t->start - 2 == n && j->s[t->start + 1] == key[0]
+                && !memcmp(j->s + t->start + 1, key, n))
+                return k + 1;
+        } else if (as_json_streq(j, k, key)) {
+            return k + 1;
+        }
+    }
     return -1;
+}
+
+int as_json_pick(const as_json *j, int obj, const as_key *keys, int n, int *idx)
+{
+    if (obj < 0 || j->t[obj].type != AS_JOBJ) return -1;
+    for (int i = 0; i < n; i++) idx[i] = -1;
+    for (int k = as_json_firstkey(j, obj); k >= 0; k = as_json_nextkey(j, k)) {
+        const as_tok *t = &j->t[k];
+        size_t len = t->end - t->start - 2;
+        for (int i = 0; i < n; i++) {
+            if (idx[i] >= 0) continue;
+            if (t->esc ? as_json_streq(j, k, keys[i].s)
+                       : (len == keys[i].n && !memcmp(j->s + t->start + 1, keys[i].s, len))) {
+                idx[i] = k + 1;
+                break;
+            }
+        }
+    }
+    return (int)j->t[obj].count;
 }
 
 int as_json_streq(const as_json *j, int tok, const char *lit)

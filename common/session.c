@@ -85,12 +85,21 @@ static void set_form(as_sess *s, as_form f)
               f == AS_FORM_PROJECTED ? "has one" : "does not");
 }
 
+// 1 when object obj has exactly the keys listed, each once.
+static int exact(const as_json *j, int obj, const as_key *keys, int n, int *idx)
+{
+    if (as_json_pick(j, obj, keys, n, idx) != n) return 0;
+    for (int i = 0; i < n; i++)
+        if (idx[i] < 0) return 0;
+    return 1;
+}
+
 static int exact_keys(const as_json *j, int obj, const char *const *keys)
 {
-    int n = 0;
-    for (; keys[n]; n++)
-        if (as_json_get(j, obj, keys[n]) < 0) return 0;
-    return (int)j->t[obj].count == n;
+    as_key k[16] = {{0, 0}};
+    int idx[16], n = 0;
+    for (; keys[n]; n++) { k[n].s = keys[n]; k[n].n = strlen(keys[n]); }
+    return exact(j, obj, k, n, idx);
 }
 
 static int is_num(const as_json *j, int tok) { return tok >= 0 && j->t[tok].type == AS_JNUM; }
@@ -234,16 +243,19 @@ int as_sess_next(as_sess *s, as_event *ev)
     as_json *j = &s->j;
     if (as_json_parse(j, line, len)) as_json_die(j, name, ln);
     if (j->t[0].type != AS_JOBJ) bad(s, "not a JSON object%s", "");
-    int ty = as_json_get(j, 0, "type");
+    static const as_key rk[] = {AS_KEY("type"), AS_KEY("seq"), AS_KEY("time")};
+    int r[3];
+    as_json_pick(j, 0, rk, 3, r);
+    int ty = r[0];
     if (ty < 0) bad(s, "missing \"type\"%s", "");
     if (j->t[ty].type != AS_JSTR) bad(s, "\"type\" must be a string%s", "");
-    if (as_json_streq(j, ty, "text-chunks")) start_row(s, AS_DELTA_TEXT);
-    else if (as_json_streq(j, ty, "reasoning-chunks")) start_row(s, AS_DELTA_REASONING);
-    else if (as_json_streq(j, ty, "tool-call-chunks")) start_row(s, AS_DELTA_TOOL);
+    if (AS_TOK_IS(j, ty, "text-chunks")) start_row(s, AS_DELTA_TEXT);
+    else if (AS_TOK_IS(j, ty, "reasoning-chunks")) start_row(s, AS_DELTA_REASONING);
+    else if (AS_TOK_IS(j, ty, "tool-call-chunks")) start_row(s, AS_DELTA_TOOL);
     if (s->row) { row_member(s, ev); return 1; }
-    if (as_json_streq(j, ty, "session")) bad(s, "a second session header%s", "");
+    if (AS_TOK_IS(j, ty, "session")) bad(s, "a second session header%s", "");
 
-    int seq = as_json_get(j, 0, "seq"), time = as_json_get(j, 0, "time");
+    int seq = r[1], time = r[2];
     if ((seq < 0) != (time < 0))
         bad(s, seq >= 0 ? "event has \"seq\" without \"time\"%s" : "event has \"time\" without \"seq\"%s", "");
     ev->lineno = ln;
@@ -285,36 +297,32 @@ typedef struct { as_delta kind; int turn, step, index, id, name, payload; } delt
 static as_delta classify(const as_event *ev, delta_f *f)
 {
     const as_json *j = ev->j;
-    static const char *const env[] = {"type", "seq", "time", "data", NULL};
-    static const char *const dk[] = {"turn", "step", "chunk", NULL};
+    static const as_key env[] = {AS_KEY("type"), AS_KEY("seq"), AS_KEY("time"), AS_KEY("data")};
+    static const as_key dk[] = {AS_KEY("turn"), AS_KEY("step"), AS_KEY("chunk")};
+    static const as_key ck[] = {AS_KEY("type"), AS_KEY("index"), AS_KEY("text"), AS_KEY("id"),
+                                AS_KEY("name"), AS_KEY("argumentsDelta")};
+    int e[4], d[3], c[6];
     if (!ev->has_int_envelope || ev->seq < 0) return AS_DELTA_NONE;
-    int ty = as_json_get(j, 0, "type");
-    if (ty < 0 || !as_json_streq(j, ty, "assistant/chunk") || !exact_keys(j, 0, env)) return AS_DELTA_NONE;
-    int data = as_json_get(j, 0, "data");
-    if (j->t[data].type != AS_JOBJ || !exact_keys(j, data, dk)) return AS_DELTA_NONE;
-    f->turn = as_json_get(j, data, "turn");
-    f->step = as_json_get(j, data, "step");
+    if (!exact(j, 0, env, 4, e) || !AS_TOK_IS(j, e[0], "assistant/chunk")) return AS_DELTA_NONE;
+    if (!exact(j, e[3], dk, 3, d)) return AS_DELTA_NONE;
+    f->turn = d[0];
+    f->step = d[1];
     if (!is_num(j, f->turn) || !is_num(j, f->step)) return AS_DELTA_NONE;
-    int c = as_json_get(j, data, "chunk");
-    if (j->t[c].type != AS_JOBJ) return AS_DELTA_NONE;
-    f->index = as_json_get(j, c, "index");
-    int cty = as_json_get(j, c, "type");
-    if (!is_num(j, f->index) || cty < 0) return AS_DELTA_NONE;
+    int nc = as_json_pick(j, d[2], ck, 6, c);
+    f->index = c[1];
+    if (nc < 0 || c[0] < 0 || !is_num(j, f->index)) return AS_DELTA_NONE;
     f->id = f->name = -1;
-    if (as_json_streq(j, cty, "text-delta") || as_json_streq(j, cty, "reasoning-delta")) {
-        static const char *const ck[] = {"type", "index", "text", NULL};
-        f->payload = as_json_get(j, c, "text");
-        if (!exact_keys(j, c, ck) || j->t[f->payload].type != AS_JSTR) return AS_DELTA_NONE;
-        return f->kind = as_json_streq(j, cty, "text-delta") ? AS_DELTA_TEXT : AS_DELTA_REASONING;
+    if (AS_TOK_IS(j, c[0], "text-delta") || AS_TOK_IS(j, c[0], "reasoning-delta")) {
+        f->payload = c[2];
+        if (nc != 3 || c[2] < 0 || j->t[c[2]].type != AS_JSTR) return AS_DELTA_NONE;
+        return f->kind = AS_TOK_IS(j, c[0], "text-delta") ? AS_DELTA_TEXT : AS_DELTA_REASONING;
     }
-    if (as_json_streq(j, cty, "tool-call-delta")) {
-        static const char *const c1[] = {"type", "index", "id", "argumentsDelta", NULL};
-        static const char *const c2[] = {"type", "index", "id", "name", "argumentsDelta", NULL};
-        f->name = as_json_get(j, c, "name");
-        if (!exact_keys(j, c, f->name >= 0 ? c2 : c1)) return AS_DELTA_NONE;
+    if (AS_TOK_IS(j, c[0], "tool-call-delta")) {
+        f->id = c[3];
+        f->name = c[4];
+        f->payload = c[5];
+        if (nc != (f->name >= 0 ? 5 : 4) || c[2] >= 0 || f->id < 0 || f->payload < 0) return AS_DELTA_NONE;
         if (f->name >= 0 && j->t[f->name].type != AS_JSTR) return AS_DELTA_NONE;
-        f->id = as_json_get(j, c, "id");
-        f->payload = as_json_get(j, c, "argumentsDelta");
         if (j->t[f->id].type != AS_JSTR || j->t[f->payload].type != AS_JSTR) return AS_DELTA_NONE;
         return f->kind = AS_DELTA_TOOL;
     }

@@ -1,7 +1,6 @@
 // Fuzz target: the session codec. Any body that decodes packs to a canonical
 // log; unpacking and re-packing that log is the identity (pack∘unpack), and
 // the canonical check accepts it.
-#define _GNU_SOURCE
 #include "acpsnap.h"
 #include <setjmp.h>
 #include <stdlib.h>
@@ -26,7 +25,7 @@ static int memfile(const void *p, size_t n, char *path)
 }
 
 // Packs (or unpacks) the log at path into out.
-static void run(const char *path, int unpack, as_buf *out)
+static as_form run(const char *path, int unpack, int mode, as_buf *out)
 {
     as_sess *s = as_sess_open(path);
     const char *h;
@@ -34,7 +33,7 @@ static void run(const char *path, int unpack, as_buf *out)
     as_sess_header(s, &h, &hn);
     as_buf_put(out, h, hn);
     as_buf_putc(out, '\n');
-    as_packer *p = as_packer_new(AS_PACK_KEEP, emit, out);
+    as_packer *p = as_packer_new(mode, emit, out);
     as_event ev;
     while (as_sess_next(s, &ev)) {
         if (unpack) { as_buf_put(out, ev.json, ev.len); as_buf_putc(out, '\n'); }
@@ -42,7 +41,9 @@ static void run(const char *path, int unpack, as_buf *out)
     }
     as_packer_finish(p);
     as_packer_free(p);
+    as_form f = as_sess_form(s);
     as_sess_close(s);
+    return f;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -59,16 +60,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         as_buf_free(&in); as_buf_free(&a); as_buf_free(&u); as_buf_free(&b);
         return 0;
     }
-    run(path, 0, &a);
+    as_form form = run(path, 0, AS_PACK_KEEP, &a);
     as_die_hook = NULL;   // from here on, any failure is a bug
     close(fd);
     int fa = memfile(a.p, a.n, path);
     long bad = 0;
     if (as_sess_check(path, &bad)) abort();
-    run(path, 1, &u);
+    run(path, 1, AS_PACK_KEEP, &u);
     close(fa);
     int fu = memfile(u.p, u.n, path);
-    run(path, 0, &b);
+    // the unpacked stream carries (restored) envelopes: pack it back in the input's form
+    run(path, 0, form == AS_FORM_PROJECTED ? AS_PACK_PROJECTED : AS_PACK_PERSISTED, &b);
     close(fu);
     if (a.n != b.n || memcmp(a.p, b.p, a.n)) abort();
     as_buf_free(&in); as_buf_free(&a); as_buf_free(&u); as_buf_free(&b);

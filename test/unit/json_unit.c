@@ -1,0 +1,80 @@
+// Unit tests of common/: the JSON.stringify string writer, decoding, member
+// splicing and the scanner's token spans.
+#include "acpsnap.h"
+#include <string.h>
+
+static int fails;
+#define CHECK(cond, ...) do { if (!(cond)) { fails++; fprintf(stderr, "json_unit: %s:%d: ", __FILE__, __LINE__); \
+    fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); } } while (0)
+
+static void write_is(const char *in, size_t n, const char *want)
+{
+    as_buf b = {0};
+    as_jstr_write(&b, in, n);
+    CHECK(b.n == strlen(want) && !memcmp(b.p, want, b.n), "write: got %s want %s", b.p, want);
+    as_buf_free(&b);
+}
+
+static void roundtrip(const char *json, const char *decoded_utf8, const char *rewritten)
+{
+    as_json j = {0};
+    as_buf d = {0};
+    CHECK(!as_json_parse(&j, json, strlen(json)), "parse %s: %s", json, j.err);
+    as_json_str(&j, 0, &d);
+    CHECK(d.n == strlen(decoded_utf8) && !memcmp(d.p, decoded_utf8, d.n), "decode %s", json);
+    write_is(d.p, d.n, rewritten);
+    as_buf_free(&d);
+    as_json_free(&j);
+}
+
+static void drop_is(const char *obj, const char *const *keys, const char *want)
+{
+    as_json j = {0};
+    as_buf b = {0};
+    CHECK(!as_json_parse(&j, obj, strlen(obj)), "parse %s", obj);
+    as_json_drop_keys(&j, 0, keys, &b);
+    CHECK(b.n == strlen(want) && !memcmp(b.p, want, b.n), "drop: got %s want %s", b.p, want);
+    as_buf_free(&b);
+    as_json_free(&j);
+}
+
+int main(void)
+{
+    // JSON.stringify: short escapes, other C0 as lowercase \u00xx, DEL and
+    // non-ASCII raw, '/' unescaped.
+    write_is("a\"b\\c", 5, "\"a\\\"b\\\\c\"");
+    write_is("\b\f\n\r\t", 5, "\"\\b\\f\\n\\r\\t\"");
+    write_is("\x01\x1f\x7f", 3, "\"\\u0001\\u001f\x7f\"");
+    write_is("/é中🙂", strlen("/é中🙂"), "\"/é中🙂\"");
+    write_is("", 0, "\"\"");
+    // escapes decode; a pair joins; lone surrogates survive as \udxxx
+    roundtrip("\"\\u00e9\\u4e2d\"", "é中", "\"é中\"");
+    roundtrip("\"\\ud83d\\ude42\"", "🙂", "\"🙂\"");
+    roundtrip("\"\\ud83d\"", "\xed\xa0\xbd", "\"\\ud83d\"");
+    roundtrip("\"x\\udc00y\"", "x\xed\xb0\x80y", "\"x\\udc00y\"");
+    roundtrip("\"\\/\\u0041\\u001F\"", "/A\x1f", "\"/A\\u001f\"");
+    // member splicing keeps every other byte
+    static const char *const env[] = {"seq", "time", NULL};
+    drop_is("{\"type\":\"a\",\"seq\":1,\"time\":2,\"data\":{}}", env, "{\"type\":\"a\",\"data\":{}}");
+    drop_is("{\"seq\":1,\"time\":2,\"type\":\"a\"}", env, "{\"type\":\"a\"}");
+    drop_is("{\"type\":\"a\",\"data\":1,\"seq\":1,\"time\":2}", env, "{\"type\":\"a\",\"data\":1}");
+    drop_is("{\"seq\":1}", env, "{}");
+    drop_is("{ \"a\" : 1 , \"seq\" : 2 }", env, "{ \"a\" : 1 }");
+    // spans and lookups
+    as_json j = {0};
+    const char *t = " {\"a\":[1,{\"b\":null}],\"c\":\"d\"} ";
+    CHECK(!as_json_parse(&j, t, strlen(t)), "parse");
+    int c = as_json_get(&j, 0, "c");
+    CHECK(c > 0 && as_json_streq(&j, c, "d"), "get c");
+    int a = as_json_get(&j, 0, "a");
+    CHECK(a > 0 && j.t[a].count == 2 && as_tok_len(&j, a) == strlen("[1,{\"b\":null}]"), "array span");
+    CHECK(as_json_get(&j, 0, "b") == -1, "b is not a member of the root");
+    int64_t v;
+    CHECK(!as_json_parse(&j, "9007199254740991", 16) && as_json_int(&j, 0, &v) && v == 9007199254740991LL, "safe max");
+    CHECK(!as_json_parse(&j, "9007199254740992", 16) && !as_json_int(&j, 0, &v), "past safe max");
+    CHECK(!as_json_parse(&j, "1.0", 3) && !as_json_int(&j, 0, &v), "1.0 is not a plain integer");
+    as_json_free(&j);
+    if (fails) return 1;
+    puts("json_unit: ok");
+    return 0;
+}

@@ -54,7 +54,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     as_buf_put(&in, hdr, sizeof hdr - 1);
     as_buf_put(&in, data, size);
     int fd = memfile(in.p, in.n, path);
-    int low = dup(0);   // the lowest free descriptor: the reader's will be at or above it
+    int low = dup(fd);   // the lowest free descriptor: the reader's will be at or above it
+    if (low < 0) abort();
     close(low);
     as_die_hook = hook;
     if (setjmp(back)) {   // malformed input: rejected, fine

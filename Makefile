@@ -105,7 +105,8 @@ install: all
 	[ -z "$(AGENT)" ] || install -m 755 $(AGENT) $(DESTDIR)$(BINDIR)
 	[ -z "$(MAN1)" ] || install -m 644 $(MAN1) $(DESTDIR)$(MANDIR)/man1
 	[ -z "$(MAN5)" ] || install -m 644 $(MAN5) $(DESTDIR)$(MANDIR)/man5
-	for f in $(wildcard share/*.mk share/pre-commit share/rules/*); do install -m 644 $$f $(DESTDIR)$(SHAREDIR); done
+	for f in $(wildcard share/*.mk share/rules/*); do install -m 644 $$f $(DESTDIR)$(SHAREDIR); done
+	[ ! -f share/pre-commit ] || install -m 755 share/pre-commit $(DESTDIR)$(SHAREDIR)
 
 uninstall:
 	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,$(notdir $(TOOLS) $(SCRIPTS) $(AGENT)))

@@ -235,10 +235,19 @@ void as_sess_transcode(const char *path, as_out *o, int mode, int unpack);
 // reproduces every line, else 1 and *badline = the first line that differs.
 // Dies (exit 2) on malformed input, like the decoder.
 int as_sess_check(const char *path, long *badline);
+// As as_sess_check, but malformed input is not fatal: its message is printed
+// (house format) and 2 is returned, so a guard can go on to the next file.
+int as_sess_check_soft(const char *path, long *badline);
 
 // ---------------------------------------------------------------- loop.c
 // Runs fn over each file argument (or stdin when none), returns the worst status.
 typedef int (*as_file_fn)(const char *path, void *ctx);
 int as_loop(int argc, char **argv, as_file_fn fn, void *ctx);
+
+// The topic headers of common/ that build on the above.
+#include "replay.h"
+#include "norm.h"
+#include "table.h"
+#include "sidecar.h"
 
 #endif

@@ -2,6 +2,7 @@
 // into events with envelopes (synthetic ones for projected input), strict row
 // validation, canonical packing of delta runs, projection.
 #include "acpsnap.h"
+#include <setjmp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -508,9 +509,11 @@ static void check_emit(void *ctx, const char *line, size_t len, long srcline)
     free(h);
 }
 
-int as_sess_check(const char *path, long *badline)
+// Checks path; *sp holds the open decoder while it runs, so that a caller
+// that catches a fatal error can release it.
+static int check(const char *path, long *badline, as_sess *volatile *sp)
 {
-    as_sess *s = as_sess_open(path);
+    as_sess *s = *sp = as_sess_open(path);
     checkq q = {0};
     as_packer *p = as_packer_new(AS_PACK_KEEP, check_emit, &q);
     as_event ev;
@@ -536,9 +539,39 @@ int as_sess_check(const char *path, long *badline)
     if (!q.bad && q.head) q.bad = q.head->line;
     while (q.head) { qline *n = q.head->next; free(q.head->p); free(q.head); q.head = n; }
     as_packer_free(p);
+    *sp = NULL;
     as_sess_close(s);
     *badline = q.bad;
     return q.bad ? 1 : 0;
+}
+
+int as_sess_check(const char *path, long *badline)
+{
+    as_sess *volatile s = NULL;
+    return check(path, badline, &s);
+}
+
+static jmp_buf soft_back;
+static void soft_hook(int code) { longjmp(soft_back, 1); }
+
+int as_sess_check_soft(const char *path, long *badline)
+{
+    // The decoder reports malformed input by dying; catch that here and
+    // release the decoder (the abandoned check's queue and packer are small).
+    static as_sess *volatile cur;
+    void (*saved)(int) = as_die_hook;
+    cur = NULL;
+    if (setjmp(soft_back)) {
+        as_die_hook = saved;
+        as_sess_close(cur);
+        cur = NULL;
+        *badline = 0;
+        return 2;
+    }
+    as_die_hook = soft_hook;
+    int r = check(path, badline, &cur);
+    as_die_hook = saved;
+    return r;
 }
 
 // ---------------------------------------------------------------- transcode

@@ -1,0 +1,492 @@
+// sidecar-dedupe - extract the request-header sequence of a scenario's raw
+// capture into its header pin's sidecars, byte-identical to dsh, once per
+// distinct version; or check committed sidecars against the table and the
+// raw captures (DESIGN.md §5.3).
+#include "acpsnap.h"
+#include "norm.h"
+#include "sidecar.h"
+#include "table.h"
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char USAGE[] =
+    "usage: sidecar-dedupe [-r RAWDIR] DIR [SCENARIO...]\n"
+    "       sidecar-dedupe --check [-r RAWDIR] DIR\n"
+    "       sidecar-dedupe --prompt|--schemas [--child] [-c CONTEXT] LOG...\n"
+    "Writes each header pin's system-prompt.expected.md and tool-schemas.expected.json\n"
+    "(into the scenario its systemPromptSource / toolSchemasSource names) and each\n"
+    "declared child sidecar, from the raw capture RAWDIR/<scenario>/session*.jsonl\n"
+    "normalized with RAWDIR/<scenario>/run.json. RAWDIR defaults to DIR/../raw.\n"
+    "  -k, --check        write nothing; report sidecars that are missing, stray,\n"
+    "                     duplicated, or differ from what their claimants generate\n"
+    "  -r, --raw DIR      directory of raw captures, one subdirectory per scenario\n"
+    "  -p, --prompt       print the prompt sidecar of LOG (a raw session log)\n"
+    "  -s, --schemas      print the tool-schema sidecar of LOG\n"
+    "      --child        child form: the initial prompt only\n"
+    "  -c, --context F    run.json or normalizeContext for --prompt/--schemas\n"
+    "                     (default: the log header's id and cwd)\n"
+    "  -h, --help         this text\n"
+    "  -V, --version      version\n";
+
+static long nproblems;
+
+static void problem(const char *file, long line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void problem(const char *file, long line, const char *fmt, ...)
+{
+    char msg[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    as_warn_at(file, line, 0, "%s", msg);
+    nproblems++;
+}
+
+static void table_report(void *ctx, const char *file, long line, const char *msg)
+{
+    problem(file, line, "%s", msg);
+}
+
+static char *path2(const char *a, const char *b)
+{
+    size_t na = strlen(a), nb = strlen(b);
+    char *p = as_xmalloc(na + nb + 2);
+    memcpy(p, a, na);
+    p[na] = '/';
+    memcpy(p + na + 1, b, nb + 1);
+    return p;
+}
+
+static int exists(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0;
+}
+
+// -------------------------------------------------------------- extraction
+
+// The normalized header sequence of one log: prompt strings and schema sets
+// (each printed at depth 0, re-indented when placed).
+typedef struct {
+    as_buf *prompts; size_t np;
+    as_buf *sets; size_t ns;
+} seq;
+
+static void seq_free(seq *q)
+{
+    for (size_t i = 0; i < q->np; i++) as_buf_free(&q->prompts[i]);
+    for (size_t i = 0; i < q->ns; i++) as_buf_free(&q->sets[i]);
+    free(q->prompts);
+    free(q->sets);
+    memset(q, 0, sizeof *q);
+}
+
+static void scrub_cb(void *ctx, const char *s, size_t len, int is_path, as_buf *out)
+{
+    as_norm_str(ctx, s, len, is_path, out);
+}
+
+// Reads log and collects its request headers' system prompts and tool sets,
+// scrubbed with n as dsh's normalizeSessionLog does.
+static void extract(const char *log, const as_norm *n, seq *q)
+{
+    as_in *in = as_in_open(log);
+    as_json j = {0};
+    const char *line;
+    size_t len;
+    while (as_in_line(in, &line, &len)) {
+        if (as_in_lineno(in) == 1 || !memmem(line, len, "\"request/header\"", 16)) continue;
+        if (as_json_parse(&j, line, len) < 0) as_json_die(&j, log, as_in_lineno(in));
+        if (j.t[0].type != AS_JOBJ) continue;
+        int ty = as_json_get(&j, 0, "type"), d = as_json_get(&j, 0, "data");
+        if (ty < 0 || !as_json_streq(&j, ty, "request/header") || d < 0 || j.t[d].type != AS_JOBJ) continue;
+        int h = as_json_get(&j, d, "header");
+        if (h < 0 || j.t[h].type != AS_JOBJ) continue;
+        int sys = as_json_get(&j, h, "system"), tools = as_json_get(&j, h, "tools");
+        if (sys >= 0 && j.t[sys].type == AS_JSTR) {
+            as_buf raw = {0};
+            q->prompts = as_xrealloc(q->prompts, (q->np + 1) * sizeof *q->prompts);
+            memset(&q->prompts[q->np], 0, sizeof *q->prompts);
+            as_json_str(&j, sys, &raw);
+            as_norm_str(n, raw.p ? raw.p : "", raw.n, 0, &q->prompts[q->np++]);
+            as_buf_free(&raw);
+        }
+        if (tools >= 0 && j.t[tools].type == AS_JARR) {
+            q->sets = as_xrealloc(q->sets, (q->ns + 1) * sizeof *q->sets);
+            memset(&q->sets[q->ns], 0, sizeof *q->sets);
+            as_pretty(&j, tools, 0, scrub_cb, (void *)n, &q->sets[q->ns++]);
+        }
+    }
+    as_json_free(&j);
+    as_in_close(in);
+}
+
+// Appends s re-indented to depth (its newlines are all structural).
+static void put_indented(as_buf *out, const as_buf *s, int depth)
+{
+    const char *p = s->p ? s->p : "", *e = p + s->n, *nl;
+    while ((nl = memchr(p, '\n', (size_t)(e - p)))) {
+        as_buf_put(out, p, (size_t)(nl - p + 1));
+        for (int i = 0; i < depth; i++) as_buf_put(out, "  ", 2);
+        p = nl + 1;
+    }
+    as_buf_put(out, p, (size_t)(e - p));
+}
+
+// A prompt is written as UTF-8 text: a lone surrogate (3-byte WTF-8 from a
+// \udxxx escape) becomes U+FFFD, as Node's utf8 writeFile does.
+static void utf8_text(as_buf *b)
+{
+    for (size_t i = 0; i + 2 < b->n; i++)
+        if ((unsigned char)b->p[i] == 0xed && (unsigned char)b->p[i + 1] >= 0xa0) {
+            b->p[i] = (char)0xef; b->p[i + 1] = (char)0xbf; b->p[i + 2] = (char)0xbd;
+            i += 2;
+        }
+}
+
+// dsh's formatSystemPromptSnapshot (initial only when child).
+static void format_prompt(const seq *q, int child, as_buf *out)
+{
+    as_prompt_sidecar_begin(out, q->prompts[0].p ? q->prompts[0].p : "", q->prompts[0].n);
+    for (size_t k = 1; !child && k < q->np; k++)
+        as_prompt_sidecar_change(out, (int)k, q->prompts[k].p ? q->prompts[k].p : "", q->prompts[k].n);
+    utf8_text(out);
+}
+
+// dsh's formatToolSchemasSnapshot(initial, changes).
+static void format_schemas(const seq *q, as_buf *out)
+{
+    as_buf_puts(out, "{\n  \"initial\": ");
+    put_indented(out, &q->sets[0], 1);
+    as_buf_puts(out, ",\n  \"changes\": ");
+    if (q->ns < 2) as_buf_puts(out, "[]");
+    else {
+        as_buf_puts(out, "[");
+        for (size_t k = 1; k < q->ns; k++) {
+            as_buf_puts(out, k > 1 ? ",\n    " : "\n    ");
+            put_indented(out, &q->sets[k], 2);
+        }
+        as_buf_puts(out, "\n  ]");
+    }
+    as_buf_puts(out, "\n}\n");
+}
+
+// The context of a capture: its run.json, else the logs' own headers.
+static void load_context(as_norm *n, const char *rawdir, const char *primary)
+{
+    char *rj = rawdir ? path2(rawdir, "run.json") : NULL;
+    if (rj && exists(rj)) {
+        as_norm_load_file(n, rj);
+    } else {
+        as_in *in = as_in_open(primary);
+        const char *line;
+        size_t len;
+        as_json j = {0};
+        if (as_in_line(in, &line, &len) && as_json_parse(&j, line, len) == 0) as_norm_from_header(n, &j);
+        as_json_free(&j);
+        as_in_close(in);
+    }
+    free(rj);
+}
+
+// ------------------------------------------------------------- the table run
+
+typedef struct {
+    as_buf text;
+    int claimant;      // first row that generated it, -1 none
+    int diverged;
+} claim;
+
+typedef struct {
+    const char *dir, *raw;
+    int checking;
+    as_table t;
+    as_pinrole *roles;
+    claim *prompt, *schemas;   // per owner row
+} run;
+
+static void claim_put(run *r, claim *c, int owner, int claimant, const as_buf *text, const char *file)
+{
+    if (c->claimant < 0) {
+        c->claimant = claimant;
+        as_buf_put(&c->text, text->p, text->n);
+        return;
+    }
+    if (c->diverged || (c->text.n == text->n && !memcmp(c->text.p, text->p, text->n))) return;
+    c->diverged = 1;
+    char *o = path2(r->dir, r->t.v[owner].name), *f = path2(o, file);
+    problem(f, 0, "pins %s and %s generate different bytes for this shared sidecar; give one of them its own source",
+            r->t.v[c->claimant].name, r->t.v[claimant].name);
+    free(o);
+    free(f);
+}
+
+// Writes text to path unless it already holds exactly those bytes.
+static void write_if_changed(const char *path, const as_buf *text)
+{
+    as_buf old = {0};
+    if (exists(path)) {
+        as_read_file(path, &old);
+        if (old.n == text->n && !memcmp(old.p, text->p, text->n)) { as_buf_free(&old); return; }
+    }
+    as_buf_free(&old);
+    as_out *o = as_out_atomic(path, 0);
+    as_out_write(o, text->p, text->n);
+    as_out_commit(o);
+}
+
+// Compares text with the committed file; reports a difference (check mode).
+static void compare_committed(const char *path, const as_buf *text, const char *who, const char *rawdir)
+{
+    as_buf old = {0};
+    if (!exists(path)) { as_buf_free(&old); return; }   // presence is reported by the ownership pass
+    as_read_file(path, &old);
+    if (old.n != text->n || memcmp(old.p, text->p, text->n))
+        problem(path, 0, "differs from what %s generates from its raw capture %s; regenerate it with sidecar-dedupe", who, rawdir);
+    as_buf_free(&old);
+}
+
+// A pin's generated sidecar for its source `owner`: compared with the
+// committed file in check mode (every claimant), claimed for writing otherwise.
+static void pin_claim(run *r, int owner, size_t pin, const as_buf *text, int schemas, const char *rawdir)
+{
+    const char *file = schemas ? "tool-schemas.expected.json" : "system-prompt.expected.md";
+    if (r->checking) {
+        char *o = path2(r->dir, r->t.v[owner].name), *f = path2(o, file);
+        compare_committed(f, text, r->t.v[pin].name, rawdir);
+        free(o); free(f);
+    } else {
+        claim_put(r, schemas ? &r->schemas[owner] : &r->prompt[owner], owner, (int)pin, text, file);
+    }
+}
+
+// One scenario with a raw capture: its pin claims and child sidecars.
+static void do_scenario(run *r, size_t i, int named)
+{
+    const as_scenario *sc = &r->t.v[i];
+    int pin = r->roles[i].pin == (int)i;
+    if (!pin && !sc->nchildPrompts && !sc->nchildSchemas) {
+        if (named) problem(r->t.path, sc->line, "%s: neither a header pin nor a scenario with child pins; it has no sidecars", sc->name);
+        return;
+    }
+    char *rawdir = path2(r->raw, sc->name), *primary = path2(rawdir, "session.jsonl");
+    if (!exists(primary)) {
+        if (named) problem(rawdir, 0, "no raw capture (session.jsonl) for %s; run the scenario first", sc->name);
+        free(rawdir); free(primary);
+        return;
+    }
+    as_norm *n = as_norm_new();
+    load_context(n, rawdir, primary);
+    char *sdir = path2(r->dir, sc->name);
+    as_buf text = {0};
+    if (pin) {
+        seq q = {0};
+        extract(primary, n, &q);
+        if (q.np == 0) problem(primary, 0, "no request header with a string system prompt; a pin's capture needs one");
+        else if (q.ns != q.np) problem(primary, 0, "%zu request headers carry a system prompt but %zu carry tool schemas; a pin's sequences must match", q.np, q.ns);
+        else {
+            if (r->roles[i].prompt_src >= 0) {
+                format_prompt(&q, 0, &text);
+                pin_claim(r, r->roles[i].prompt_src, i, &text, 0, rawdir);
+            }
+            if (r->roles[i].schema_src >= 0) {
+                as_buf_reset(&text);
+                format_schemas(&q, &text);
+                pin_claim(r, r->roles[i].schema_src, i, &text, 1, rawdir);
+            }
+        }
+        seq_free(&q);
+    }
+    for (int w = 0; w < 2; w++) {
+        const int *v = w ? sc->childSchemas : sc->childPrompts;
+        size_t nv = w ? sc->nchildSchemas : sc->nchildPrompts;
+        for (size_t k = 0; k < nv; k++) {
+            char f[64];
+            snprintf(f, sizeof f, "session.%d.jsonl", v[k]);
+            char *log = path2(rawdir, f);
+            snprintf(f, sizeof f, w ? "tool-schemas.%d.expected.json" : "system-prompt.%d.expected.md", v[k]);
+            char *out = path2(sdir, f);
+            seq q = {0};
+            if (!exists(log)) {
+                problem(rawdir, 0, "no child log session.%d.jsonl in the raw capture, but %s declares child %d",
+                        v[k], w ? "pinsChildToolSchemas" : "pinsChildSystemPrompts", v[k]);
+            } else {
+                extract(log, n, &q);
+                if (w ? q.ns == 0 : q.np == 0) {
+                    problem(log, 0, "no request header with %s; a pinned child's capture needs one", w ? "tool schemas" : "a system prompt");
+                } else {
+                    as_buf_reset(&text);
+                    if (w) format_schemas(&q, &text); else format_prompt(&q, 1, &text);
+                    if (r->checking) compare_committed(out, &text, sc->name, rawdir);
+                    else write_if_changed(out, &text);
+                }
+            }
+            seq_free(&q);
+            free(log);
+            free(out);
+        }
+    }
+    as_buf_free(&text);
+    as_norm_free(n);
+    free(sdir);
+    free(rawdir);
+    free(primary);
+}
+
+// Check mode: sidecars present exactly at owners, each distinct version once.
+static void check_ownership(run *r)
+{
+    as_buf a = {0}, b = {0};
+    for (int w = 0; w < 2; w++) {
+        const char *file = w ? "tool-schemas.expected.json" : "system-prompt.expected.md";
+        for (size_t i = 0; i < r->t.n; i++) {
+            int owns = w ? r->roles[i].owns_schemas : r->roles[i].owns_prompt;
+            char *sdir = path2(r->dir, r->t.v[i].name), *p = path2(sdir, file);
+            int has = exists(p);
+            if (owns && !has && exists(sdir))
+                problem(p, 0, "missing, but %s owns this sidecar of a header pin; write it with sidecar-dedupe", r->t.v[i].name);
+            else if (!owns && has)
+                problem(p, 0, "stray sidecar: no header pin takes its %s from %s; delete it or name %s as a source",
+                        w ? "tool schemas" : "system prompt", r->t.v[i].name, r->t.v[i].name);
+            if (owns && has) {
+                as_read_file(p, &a);
+                for (size_t k = 0; k < i; k++) {
+                    if (!(w ? r->roles[k].owns_schemas : r->roles[k].owns_prompt)) continue;
+                    char *kd = path2(r->dir, r->t.v[k].name), *kp = path2(kd, file);
+                    if (exists(kp)) {
+                        as_buf_reset(&b);
+                        as_read_file(kp, &b);
+                        if (a.n == b.n && !memcmp(a.p, b.p, a.n))
+                            problem(p, 0, "identical to %s; commit it once and point the claimants' %s at %s",
+                                    kp, w ? "toolSchemasSource" : "systemPromptSource", r->t.v[k].name);
+                    }
+                    free(kd); free(kp);
+                }
+                as_buf_reset(&a);
+            }
+            free(sdir); free(p);
+        }
+    }
+    as_buf_free(&a);
+    as_buf_free(&b);
+}
+
+static int table_run(const char *dirarg, const char *rawarg, int checking, char **names, int nnames)
+{
+    run r = {0};
+    char *dir = as_xstrdup(dirarg);
+    for (size_t n = strlen(dir); n > 1 && dir[n - 1] == '/';) dir[--n] = 0;
+    struct stat st;
+    if (stat(dir, &st) < 0) as_die_sys("open directory %s", dir);
+    if (!S_ISDIR(st.st_mode)) as_die_at(dir, 0, 0, "not a directory");
+    char *raw = rawarg ? as_xstrdup(rawarg) : path2(dir, "../raw");
+    r.dir = dir;
+    r.raw = raw;
+    r.checking = checking;
+    char *tpath = path2(dir, "scenarios.jsonl");
+    if (access(tpath, R_OK) < 0) as_die_sys("read the scenario table %s", tpath);
+    as_table_load(tpath, &r.t, table_report, NULL);
+    r.roles = as_xmalloc((r.t.n + 1) * sizeof *r.roles);
+    r.prompt = calloc(r.t.n + 1, sizeof *r.prompt);
+    r.schemas = calloc(r.t.n + 1, sizeof *r.schemas);
+    if (!r.prompt || !r.schemas) as_die(AS_TROUBLE, "out of memory");
+    for (size_t i = 0; i < r.t.n; i++) r.prompt[i].claimant = r.schemas[i].claimant = -1;
+    as_table_pins(&r.t, r.roles, table_report, NULL);
+    for (int k = 0; k < nnames; k++)
+        if (!as_table_find(&r.t, names[k])) problem(tpath, 0, "no scenario named \"%s\"", names[k]);
+    if (checking) check_ownership(&r);
+    for (size_t i = 0; i < r.t.n; i++) {
+        int named = 0, want = nnames == 0;
+        for (int k = 0; k < nnames; k++) if (!strcmp(names[k], r.t.v[i].name)) named = want = 1;
+        if (want) do_scenario(&r, i, named);
+    }
+    // Owners: write (or compare) each claimed version once.
+    for (size_t i = 0; i < r.t.n; i++) {
+        for (int w = 0; w < 2; w++) {
+            claim *c = w ? &r.schemas[i] : &r.prompt[i];
+            if (c->claimant < 0 || c->diverged) continue;
+            char *sdir = path2(dir, r.t.v[i].name), *p = path2(sdir, w ? "tool-schemas.expected.json" : "system-prompt.expected.md");
+            if (checking) {
+                ;   // compared per claimant in do_scenario
+            } else if (exists(sdir)) {
+                write_if_changed(p, &c->text);
+            } else {
+                problem(sdir, 0, "missing scenario directory; cannot write its sidecar");
+            }
+            free(sdir); free(p);
+        }
+    }
+    for (size_t i = 0; i < r.t.n; i++) { as_buf_free(&r.prompt[i].text); as_buf_free(&r.schemas[i].text); }
+    free(r.prompt); free(r.schemas); free(r.roles);
+    as_table_free(&r.t);
+    free(tpath); free(raw); free(dir);
+    return nproblems ? AS_NO : AS_OK;
+}
+
+// ------------------------------------------------------------- single logs
+
+static int print_one(const char *log, const char *ctxfile, int schemas, int child)
+{
+    as_norm *n = as_norm_new();
+    if (ctxfile) as_norm_load_file(n, ctxfile);
+    else load_context(n, NULL, log);
+    seq q = {0};
+    extract(log, n, &q);
+    as_buf text = {0};
+    int rc = AS_OK;
+    if (schemas ? q.ns == 0 : q.np == 0) {
+        as_warn_at(log, 0, 0, "no request header with %s", schemas ? "tool schemas" : "a system prompt");
+        rc = AS_NO;
+    } else {
+        if (schemas) format_schemas(&q, &text); else format_prompt(&q, child, &text);
+        as_out *o = as_out_stdout(0);
+        as_out_write(o, text.p, text.n);
+        as_out_close(o);
+    }
+    as_buf_free(&text);
+    seq_free(&q);
+    as_norm_free(n);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    enum { OPT_CHILD = 256 };
+    static const struct option opts[] = {
+        {"check", no_argument, 0, 'k'}, {"raw", required_argument, 0, 'r'},
+        {"prompt", no_argument, 0, 'p'}, {"schemas", no_argument, 0, 's'},
+        {"child", no_argument, 0, OPT_CHILD}, {"context", required_argument, 0, 'c'},
+        {"help", no_argument, 0, 'h'}, {"version", no_argument, 0, 'V'}, {0, 0, 0, 0},
+    };
+    int checking = 0, prompt = 0, schemas = 0, child = 0, c;
+    const char *raw = NULL, *ctxfile = NULL;
+    as_setprog(argv[0]);
+    while ((c = getopt_long(argc, argv, "kr:psc:hV", opts, NULL)) != -1) {
+        switch (c) {
+        case 'k': checking = 1; break;
+        case 'r': raw = optarg; break;
+        case 'p': prompt = 1; break;
+        case 's': schemas = 1; break;
+        case OPT_CHILD: child = 1; break;
+        case 'c': ctxfile = optarg; break;
+        case 'h': as_usage_exit(USAGE, 0);
+        case 'V': as_version_exit();
+        default: as_usage_exit(USAGE, AS_TROUBLE);
+        }
+    }
+    if (prompt || schemas) {
+        if ((prompt && schemas) || checking || raw || optind >= argc) as_usage_exit(USAGE, AS_TROUBLE);
+        int worst = AS_OK;
+        for (int i = optind; i < argc; i++) {
+            int rc = print_one(argv[i], ctxfile, schemas, child);
+            if (rc > worst) worst = rc;
+        }
+        return worst;
+    }
+    if (child || ctxfile || optind >= argc || (checking && argc - optind != 1)) as_usage_exit(USAGE, AS_TROUBLE);
+    return table_run(argv[optind], raw, checking, argv + optind + 1, argc - optind - 1);
+}

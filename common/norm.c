@@ -1,0 +1,1437 @@
+// norm.c - the normalizer core: a run's volatile values scrubbed out of ACP
+// transcripts and session logs, on byte spans (see norm.h).
+//
+// The string rules follow dsh's acp-snapshot normalizer (the corpus is the
+// ground truth): each rule below is a hand-written scanner for one of its
+// regular expressions, with JavaScript's semantics (leftmost match, global
+// replacement, \s including the Unicode spaces).
+#include "acpsnap.h"
+#include "norm.h"
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
+typedef struct { char *p; size_t n; } str;
+
+struct as_norm {
+    str cwd;
+    str *alias; size_t nalias;
+    str *id; size_t nid;
+    str *sp; size_t nsp;       // cwd spellings, longest first
+    int native;
+    unsigned char trig[256];   // T_* bits: bytes that may start a volatile value
+    unsigned char tb[8];       // the same bytes as a list (for the SIMD scan)
+    int ntb;                   // 0: too many, use the table
+    int plain_ids;             // some id is not UUID-shaped (searched with memmem)
+    // stdout id renumbering: open addressing over the id token bytes
+    struct idslot { char *k; size_t n; long v; } *tab;
+    size_t tcap, tn;
+    as_buf s1, s2, dec, val, cb;   // scratch
+    as_json cj;                    // a compact re-parse
+    str *esp;                      // the spellings as JSON.stringify writes them (no quotes)
+    size_t nesp;
+    uint32_t *cand;                // candidate offsets of the record being edited
+    size_t ncand, ccap;
+    int full;                      // the record needs every string examined
+};
+
+static const char CWD_TOK[] = "{{cwd}}";
+static const char SID_TOK[] = "{{sessionId}}";
+
+static void str_set(str *s, const char *p, size_t n)
+{
+    free(s->p);
+    s->p = as_xmalloc(n + 1);
+    memcpy(s->p, p, n);
+    s->p[n] = 0;
+    s->n = n;
+}
+
+static void str_push(str **arr, size_t *n, const char *p, size_t len)
+{
+    *arr = as_xrealloc(*arr, (*n + 1) * sizeof **arr);
+    (*arr)[*n].p = NULL;
+    str_set(&(*arr)[*n], p, len);
+    (*n)++;
+}
+
+static void str_clear(str **arr, size_t *n)
+{
+    for (size_t i = 0; i < *n; i++) free((*arr)[i].p);
+    free(*arr);
+    *arr = NULL;
+    *n = 0;
+}
+
+static void rebuild_trig(as_norm *n);
+
+as_norm *as_norm_new(void)
+{
+    as_norm *n = as_xmalloc(sizeof *n);
+    memset(n, 0, sizeof *n);
+    rebuild_trig(n);
+    return n;
+}
+
+void as_norm_reset_ids(as_norm *n)
+{
+    for (size_t i = 0; i < n->tcap; i++) free(n->tab[i].k);
+    free(n->tab);
+    n->tab = NULL;
+    n->tcap = n->tn = 0;
+}
+
+void as_norm_clear(as_norm *n)
+{
+    free(n->cwd.p);
+    n->cwd.p = NULL;
+    n->cwd.n = 0;
+    str_clear(&n->alias, &n->nalias);
+    str_clear(&n->id, &n->nid);
+    str_clear(&n->sp, &n->nsp);
+    rebuild_trig(n);
+}
+
+void as_norm_free(as_norm *n)
+{
+    if (!n) return;
+    as_norm_clear(n);
+    for (size_t i = 0; i < n->nesp; i++) free(n->esp[i].p);
+    free(n->esp);
+    as_norm_reset_ids(n);
+    as_buf_free(&n->s1);
+    as_buf_free(&n->s2);
+    as_buf_free(&n->dec);
+    as_buf_free(&n->val);
+    as_buf_free(&n->cb);
+    as_json_free(&n->cj);
+    free(n->cand);
+    free(n);
+}
+
+static int sp_has(const as_norm *n, const char *p, size_t len)
+{
+    for (size_t i = 0; i < n->nsp; i++)
+        if (n->sp[i].n == len && !memcmp(n->sp[i].p, p, len)) return 1;
+    return 0;
+}
+
+// dsh's cwdSpellings: unique [cwd, ...aliases], then "/private" + each that
+// starts with '/' but not "/private/", unique, stable-sorted longest first.
+static void rebuild_spellings(as_norm *n)
+{
+    str_clear(&n->sp, &n->nsp);
+    size_t nbase = 0;
+    str *base = NULL;
+    if (n->cwd.n) str_push(&base, &nbase, n->cwd.p, n->cwd.n);
+    for (size_t i = 0; i < n->nalias; i++) str_push(&base, &nbase, n->alias[i].p, n->alias[i].n);
+    for (size_t i = 0; i < nbase; i++)
+        if (!sp_has(n, base[i].p, base[i].n)) str_push(&n->sp, &n->nsp, base[i].p, base[i].n);
+    size_t nu = n->nsp;
+    for (size_t i = 0; i < nu; i++) {
+        const str *s = &n->sp[i];
+        if (s->n == 0 || s->p[0] != '/' || (s->n >= 9 && !memcmp(s->p, "/private/", 9))) continue;
+        as_buf b = {0};
+        as_buf_puts(&b, "/private");
+        as_buf_put(&b, s->p, s->n);
+        if (!sp_has(n, b.p, b.n)) str_push(&n->sp, &n->nsp, b.p, b.n);
+        as_buf_free(&b);
+    }
+    str_clear(&base, &nbase);
+    // stable insertion sort, longest first
+    for (size_t i = 1; i < n->nsp; i++) {
+        str t = n->sp[i];
+        size_t k = i;
+        while (k > 0 && n->sp[k - 1].n < t.n) { n->sp[k] = n->sp[k - 1]; k--; }
+        n->sp[k] = t;
+    }
+}
+
+enum { T_SP = 1, T_ID = 2, T_BRACE = 4, T_SEP = 8, T_DASH = 16 };
+
+static int uuid_at(const char *u);
+
+static void rebuild_trig(as_norm *n)
+{
+    memset(n->trig, 0, sizeof n->trig);
+    n->trig['{'] |= T_BRACE;
+    n->trig['/'] |= T_SEP;
+    n->trig['\\'] |= T_SEP;
+    n->trig['-'] |= T_DASH;
+    for (size_t i = 0; i < n->nsp; i++) n->trig[(unsigned char)n->sp[i].p[0]] |= T_SP;
+    // UUID-shaped ids are found through the UUID rule's '-' trigger
+    n->plain_ids = 0;
+    for (size_t i = 0; i < n->nid; i++)
+        if (n->id[i].n != 36 || !uuid_at(n->id[i].p)) n->plain_ids = 1;
+    for (size_t i = 0; n->esp && i < n->nesp; i++) free(n->esp[i].p);
+    free(n->esp);
+    n->esp = n->nsp ? as_xmalloc(n->nsp * sizeof *n->esp) : NULL;
+    n->nesp = n->nsp;
+    for (size_t i = 0; i < n->nsp; i++) {
+        as_buf b = {0};
+        as_jstr_write(&b, n->sp[i].p, n->sp[i].n);
+        n->esp[i].p = as_xmalloc(b.n - 1);
+        memcpy(n->esp[i].p, b.p + 1, b.n - 2);
+        n->esp[i].n = b.n - 2;
+        as_buf_free(&b);
+    }
+    n->ntb = 0;
+    for (int c = 0; c < 256; c++) {
+        if (!n->trig[c] || n->trig[c] == T_BRACE) continue;   // {{cwd}} is searched per record
+        if (n->ntb == (int)sizeof n->tb) { n->ntb = 0; break; }
+        n->tb[n->ntb++] = (unsigned char)c;
+    }
+}
+
+void as_norm_set_cwd(as_norm *n, const char *cwd, size_t len)
+{
+    if (!len) return;
+    str_set(&n->cwd, cwd, len);
+    rebuild_spellings(n);
+    rebuild_trig(n);
+}
+
+void as_norm_add_alias(as_norm *n, const char *alias, size_t len)
+{
+    if (!len) return;
+    str_push(&n->alias, &n->nalias, alias, len);
+    rebuild_spellings(n);
+    rebuild_trig(n);
+}
+
+void as_norm_add_session_id(as_norm *n, const char *id, size_t len)
+{
+    if (!len) return;   // an empty id would split every character (dsh); ignore it
+    for (size_t i = 0; i < n->nid; i++)   // duplicates change nothing (dsh lists them)
+        if (n->id[i].n == len && !memcmp(n->id[i].p, id, len)) return;
+    str_push(&n->id, &n->nid, id, len);
+    rebuild_trig(n);
+}
+
+void as_norm_set_native(as_norm *n, int native) { n->native = native; }
+
+int as_norm_has_context(const as_norm *n) { return n->cwd.n > 0 || n->nid > 0 || n->nalias > 0; }
+
+// ---------------------------------------------------------------- context loading
+
+const char *as_norm_load_json(as_norm *n, const as_json *j, int obj)
+{
+    if (obj < 0 || j->t[obj].type != AS_JOBJ) return "context is not a JSON object";
+    int nc = as_json_get(j, obj, "normalizeContext");
+    if (nc >= 0) {
+        if (j->t[nc].type != AS_JOBJ) return "normalizeContext is not an object";
+        obj = nc;
+    }
+    int ids = as_json_get(j, obj, "sessionIds");
+    int cwd = as_json_get(j, obj, "cwd");
+    int al = as_json_get(j, obj, "cwdAliases");
+    if (ids < 0 && cwd < 0 && al < 0) return "context has none of sessionIds, cwd, cwdAliases";
+    if (cwd >= 0 && j->t[cwd].type != AS_JSTR) return "context cwd is not a string";
+    if (ids >= 0 && j->t[ids].type != AS_JARR) return "context sessionIds is not an array";
+    if (al >= 0 && j->t[al].type != AS_JARR) return "context cwdAliases is not an array";
+    for (int pass = 0; pass < 2; pass++) {
+        int arr = pass ? al : ids;
+        if (arr < 0) continue;
+        for (int e = as_json_first(j, arr); e >= 0; e = as_json_nextel(j, e))
+            if (j->t[e].type != AS_JSTR)
+                return pass ? "context cwdAliases holds a non-string" : "context sessionIds holds a non-string";
+    }
+    as_buf b = {0};
+    if (cwd >= 0) { as_json_str(j, cwd, &b); as_norm_set_cwd(n, b.p ? b.p : "", b.n); }
+    if (ids >= 0)
+        for (int e = as_json_first(j, ids); e >= 0; e = as_json_nextel(j, e)) {
+            as_buf_reset(&b);
+            as_json_str(j, e, &b);
+            as_norm_add_session_id(n, b.p ? b.p : "", b.n);
+        }
+    if (al >= 0)
+        for (int e = as_json_first(j, al); e >= 0; e = as_json_nextel(j, e)) {
+            as_buf_reset(&b);
+            as_json_str(j, e, &b);
+            as_norm_add_alias(n, b.p ? b.p : "", b.n);
+        }
+    as_buf_free(&b);
+    return NULL;
+}
+
+void as_norm_load_file(as_norm *n, const char *path)
+{
+    as_buf b = {0};
+    as_json j = {0};
+    as_read_file(path, &b);
+    if (as_json_parse(&j, b.p ? b.p : "", b.n) < 0) {
+        // report line and column of the error inside the file
+        long line = 1, col = 1;
+        for (size_t i = 0; i < j.errpos && i < b.n; i++) {
+            if (b.p[i] == '\n') { line++; col = 1; } else col++;
+        }
+        as_die_at(path, line, col, "invalid JSON: %s", j.err);
+    }
+    const char *err = as_norm_load_json(n, &j, 0);
+    if (err) as_die_at(path, 0, 0, "%s", err);
+    as_json_free(&j);
+    as_buf_free(&b);
+}
+
+void as_norm_from_header(as_norm *n, const as_json *hdr)
+{
+    as_norm_clear(n);
+    if (hdr->t[0].type != AS_JOBJ) return;
+    as_buf b = {0};
+    int id = as_json_get(hdr, 0, "id");
+    if (id >= 0 && hdr->t[id].type == AS_JSTR) {
+        as_json_str(hdr, id, &b);
+        as_norm_add_session_id(n, b.p ? b.p : "", b.n);
+    }
+    int cwd = as_json_get(hdr, 0, "cwd");
+    if (cwd >= 0 && hdr->t[cwd].type == AS_JSTR) {
+        as_buf_reset(&b);
+        as_json_str(hdr, cwd, &b);
+        as_norm_set_cwd(n, b.p ? b.p : "", b.n);
+    }
+    as_buf_free(&b);
+}
+
+// ---------------------------------------------------------------- character classes
+
+// Length of the JavaScript \s character at s[i] (0 when none). Covers
+// [\t\n\v\f\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff].
+static size_t js_space_at(const char *s, size_t i, size_t n)
+{
+    unsigned char c = (unsigned char)s[i];
+    if (c == ' ' || (c >= '\t' && c <= '\r')) return 1;
+    if (c < 0xc2) return 0;
+    const unsigned char *u = (const unsigned char *)s + i;
+    if (c == 0xc2) return i + 1 < n && u[1] == 0xa0 ? 2 : 0;
+    if (i + 2 >= n) return 0;
+    if (c == 0xe1) return u[1] == 0x9a && u[2] == 0x80 ? 3 : 0;
+    if (c == 0xe2) {
+        if (u[1] == 0x80) return (u[2] <= 0x8a && u[2] >= 0x80) || u[2] == 0xa8 || u[2] == 0xa9 || u[2] == 0xaf ? 3 : 0;
+        return u[1] == 0x81 && u[2] == 0x9f ? 3 : 0;
+    }
+    if (c == 0xe3) return u[1] == 0x80 && u[2] == 0x80 ? 3 : 0;
+    if (c == 0xef) return u[1] == 0xbb && u[2] == 0xbf ? 3 : 0;
+    return 0;
+}
+
+// 1 when the character ending right before s[i] is a JavaScript \s.
+static int js_space_before(const char *s, size_t i)
+{
+    unsigned char c = (unsigned char)s[i - 1];
+    if (c < 0x80) return c == ' ' || (c >= '\t' && c <= '\r');
+    size_t k = i - 1;
+    int back = 0;
+    while (k > 0 && back < 3 && ((unsigned char)s[k] & 0xc0) == 0x80) { k--; back++; }
+    size_t len = js_space_at(s, k, i);
+    return len && k + len == i;
+}
+
+// dsh PATH_TEXT_BOUNDARY_RE minus \s: the ASCII punctuation part.
+static int boundary_punct(unsigned char c)
+{
+    switch (c) {
+    case '<': case '>': case '\'': case '"': case '`': case '(': case ')': case '[': case ']':
+    case '{': case '}': case ',': case ';': case ':': case '!': case '?': case '=':
+        return 1;
+    }
+    return 0;
+}
+
+static int boundary_at(const char *s, size_t i, size_t n)
+{
+    return boundary_punct((unsigned char)s[i]) || js_space_at(s, i, n) > 0;
+}
+
+static int boundary_before(const char *s, size_t i)
+{
+    return boundary_punct((unsigned char)s[i - 1]) || js_space_before(s, i);
+}
+
+static int is_sep(char c) { return c == '/' || c == '\\'; }
+static int is_lhex(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); }
+// bit 1: [0-9a-f], bit 2: [0-9A-Fa-f]
+static const unsigned char hexclass[256] = {
+    ['0'] = 3, ['1'] = 3, ['2'] = 3, ['3'] = 3, ['4'] = 3, ['5'] = 3, ['6'] = 3, ['7'] = 3, ['8'] = 3, ['9'] = 3,
+    ['a'] = 3, ['b'] = 3, ['c'] = 3, ['d'] = 3, ['e'] = 3, ['f'] = 3,
+    ['A'] = 2, ['B'] = 2, ['C'] = 2, ['D'] = 2, ['E'] = 2, ['F'] = 2,
+};
+static int is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+static int is_digit(char c) { return c >= '0' && c <= '9'; }
+static int is_alnum(char c) { return is_alpha(c) || is_digit(c); }
+
+static int has_lhex(const char *s, size_t n) { for (size_t i = 0; i < n; i++) if (!is_lhex(s[i])) return 0; return 1; }
+static int has_hex(const char *s, size_t n)
+{
+    unsigned ok = 2;
+    for (size_t i = 0; i < n; i++) ok &= hexclass[(unsigned char)s[i]];
+    return ok != 0;
+}
+
+// dsh UUID_RE at u (36 bytes available): 8-4-4-4-12 hex digits, any case.
+static int uuid_at(const char *u)
+{
+    return has_hex(u, 8) && u[8] == '-' && has_hex(u + 9, 4) && u[13] == '-' && has_hex(u + 14, 4)
+           && u[18] == '-' && has_hex(u + 19, 4) && u[23] == '-' && has_hex(u + 24, 12);
+}
+
+static int starts(const char *s, size_t i, size_t n, const char *lit, size_t ln)
+{
+    return i + ln <= n && !memcmp(s + i, lit, ln);
+}
+#define STARTS(s, i, n, lit) starts(s, i, n, lit, sizeof lit - 1)
+
+// memmem for the short needles used here: glibc's generic memmem costs
+// hundreds of instructions per call on short haystacks.
+static const char *find(const char *s, size_t from, size_t n, const char *lit, size_t ln)
+{
+    if (ln == 0 || from >= n || n - from < ln) return NULL;
+    const char *p = s + from, *last = s + n - ln;
+    while (p <= last) {
+        p = memchr(p, lit[0], (size_t)(last - p) + 1);
+        if (!p) return NULL;
+        if (!memcmp(p + 1, lit + 1, ln - 1)) return p;
+        p++;
+    }
+    return NULL;
+}
+#define FIND(s, from, n, lit) find(s, from, n, lit, sizeof lit - 1)
+
+// ---------------------------------------------------------------- cwd spellings
+
+// dsh FILE_URI_PATH_PREFIX_RE: s[0..start) ends with file:// or file:///
+// whose "file" starts the string or follows a character outside [a-z0-9+.-]/i.
+static int file_uri_before(const char *s, size_t start)
+{
+    static const char *const forms[] = { "file:///", "file://" };
+    for (int f = 0; f < 2; f++) {
+        size_t k = strlen(forms[f]);
+        if (start < k || strncasecmp(s + start - k, forms[f], 4) || memcmp(s + start - k + 4, forms[f] + 4, k - 4))
+            continue;
+        size_t p = start - k;
+        if (p == 0) return 1;
+        char c = s[p - 1];
+        if (!(is_alnum(c) || c == '+' || c == '.' || c == '-')) return 1;
+    }
+    return 0;
+}
+
+static int cwd_match(const char *s, size_t n, size_t start, size_t len)
+{
+    size_t end = start + len;
+    int before = start == 0 || boundary_before(s, start) || file_uri_before(s, start);
+    if (!before) return 0;
+    if (end == n) return 1;
+    char c = s[end];
+    if (is_sep(c) || boundary_at(s, end, n)) return 1;
+    return c == '.' && (end + 1 == n || boundary_at(s, end + 1, n));
+}
+
+// One spelling → {{cwd}} at path boundaries; a non-boundary occurrence is skipped whole.
+static int pass_spelling(const char *s, size_t n, const str *sp, as_buf *out)
+{
+    const char *m = find(s, 0, n, sp->p, sp->n);
+    if (!m) return 0;
+    size_t cur = 0;
+    int changed = 0;
+    while (m) {
+        size_t start = (size_t)(m - s), end = start + sp->n;
+        if (cwd_match(s, n, start, sp->n)) {
+            as_buf_put(out, s + cur, start - cur);
+            as_buf_put(out, CWD_TOK, sizeof CWD_TOK - 1);
+            changed = 1;
+        } else {
+            as_buf_put(out, s + cur, end - cur);
+        }
+        cur = end;
+        m = find(s, cur, n, sp->p, sp->n);
+    }
+    as_buf_put(out, s + cur, n - cur);
+    return changed;
+}
+
+// Literal split/join: every occurrence of lit → rep.
+static int pass_literal(const char *s, size_t n, const char *lit, size_t ln, const char *rep, size_t rn, as_buf *out)
+{
+    const char *m = find(s, 0, n, lit, ln);
+    if (!m) return 0;
+    size_t cur = 0;
+    while (m) {
+        size_t start = (size_t)(m - s);
+        as_buf_put(out, s + cur, start - cur);
+        as_buf_put(out, rep, rn);
+        cur = start + ln;
+        m = find(s, cur, n, lit, ln);
+    }
+    as_buf_put(out, s + cur, n - cur);
+    return 1;
+}
+
+static void put_slashed(as_buf *out, const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++) as_buf_putc(out, s[i] == '\\' ? '/' : s[i]);
+}
+
+// dsh CWD_ROOTED_PATH_RE: {{cwd}} then a separator and a run of characters up
+// to whitespace or <>"'` — backslashes in that run become '/'.
+static int pass_cwd_rooted(const char *s, size_t n, as_buf *out)
+{
+    size_t cur = 0, from = 0;
+    int changed = 0;
+    const char *m;
+    while ((m = FIND(s, from, n, "{{cwd}}"))) {
+        size_t e = (size_t)(m - s) + 7;
+        from = e;
+        if (e >= n || !is_sep(s[e])) continue;
+        size_t k = e + 1;
+        while (k < n) {
+            unsigned char c = (unsigned char)s[k];
+            if (c == '<' || c == '>' || c == '"' || c == '\'' || c == '`' || js_space_at(s, k, n)) break;
+            k++;
+        }
+        if (k == e + 1) continue;
+        if (!memchr(s + e, '\\', k - e)) { from = k; continue; }
+        as_buf_put(out, s + cur, e - cur);
+        put_slashed(out, s + e, k - e);
+        cur = from = k;
+        changed = 1;
+    }
+    if (changed) as_buf_put(out, s + cur, n - cur);
+    return changed;
+}
+
+// dsh canonicalizeEmbeddedPaths: <path>…</path> bodies and the rest of an
+// "Additional instructions from: " line get '/' separators.
+static int pass_path_tags(const char *s, size_t n, as_buf *out)
+{
+    size_t cur = 0, from = 0;
+    int changed = 0;
+    const char *m;
+    while ((m = FIND(s, from, n, "<path>"))) {
+        size_t b = (size_t)(m - s) + 6;
+        const char *lt = memchr(s + b, '<', n - b);
+        from = (size_t)(m - s) + 1;
+        if (!lt) break;
+        size_t q = (size_t)(lt - s);
+        if (!STARTS(s, q, n, "</path>")) continue;
+        from = q + 7;
+        if (!memchr(s + b, '\\', q - b)) continue;
+        as_buf_put(out, s + cur, b - cur);
+        put_slashed(out, s + b, q - b);
+        cur = q;
+        changed = 1;
+    }
+    if (changed) as_buf_put(out, s + cur, n - cur);
+    return changed;
+}
+
+static int pass_additional(const char *s, size_t n, as_buf *out)
+{
+    static const char lit[] = "Additional instructions from: ";
+    size_t cur = 0, from = 0;
+    int changed = 0;
+    const char *m;
+    while ((m = FIND(s, from, n, lit))) {
+        size_t b = (size_t)(m - s) + sizeof lit - 1, q = b;
+        while (q < n && s[q] != '\r' && s[q] != '\n') q++;
+        from = q > b ? q : (size_t)(m - s) + 1;
+        if (q == b || !memchr(s + b, '\\', q - b)) continue;
+        as_buf_put(out, s + cur, b - cur);
+        put_slashed(out, s + b, q - b);
+        cur = q;
+        changed = 1;
+    }
+    if (changed) as_buf_put(out, s + cur, n - cur);
+    return changed;
+}
+
+// ---------------------------------------------------------------- spill paths
+
+static int spill_name_char(char c)
+{
+    return is_alnum(c) || c == '.' || c == '_' || c == '~' || c == '-';
+}
+
+// The lazy name of a spill path starting at i: returns its end, or 0 when the
+// lookahead (". Use read with offset/limit", \s, ')' or the end) never holds.
+static size_t spill_name_end(const char *s, size_t i, size_t n)
+{
+    size_t q = i;
+    while (q < n && spill_name_char(s[q])) {
+        q++;
+        if (q == n || s[q] == ')' || js_space_at(s, q, n) || STARTS(s, q, n, ". Use read with offset/limit"))
+            return q;
+    }
+    return 0;
+}
+
+// "session-<12 hex><sep><12 hex>-" at i: returns the index after it, or 0.
+static size_t spill_tail(const char *s, size_t i, size_t n)
+{
+    if (!STARTS(s, i, n, "session-")) return 0;
+    i += 8;
+    if (i + 26 > n || !has_lhex(s + i, 12) || !is_sep(s[i + 12]) || !has_lhex(s + i + 13, 12) || s[i + 25] != '-')
+        return 0;
+    return i + 26;
+}
+
+static void put_locator(as_buf *out, const char *name, size_t len)
+{
+    as_buf_puts(out, "{{spillLocator:");
+    as_buf_put(out, name, len);
+    as_buf_puts(out, "}}");
+}
+
+// dsh LOCAL_SPILL_PATH_RE: {{cwd}}/.spill/session-<12>/<12>-<name>.
+static int pass_local_spill(const char *s, size_t n, as_buf *out)
+{
+    size_t cur = 0, from = 0;
+    int changed = 0;
+    const char *m;
+    while ((m = FIND(s, from, n, "{{cwd}}"))) {
+        size_t p = (size_t)(m - s), i = p + 7;
+        from = p + 1;
+        if (!(i + 8 <= n && is_sep(s[i]) && !memcmp(s + i + 1, ".spill", 6) && is_sep(s[i + 7]))) continue;
+        size_t ns = spill_tail(s, i + 8, n);
+        if (!ns) continue;
+        size_t ne = spill_name_end(s, ns, n);
+        if (!ne) continue;
+        as_buf_put(out, s + cur, p - cur);
+        put_locator(out, s + ns, ne - ns);
+        cur = from = ne;
+        changed = 1;
+    }
+    if (changed) as_buf_put(out, s + cur, n - cur);
+    return changed;
+}
+
+// dsh SNAPSHOT_SPILL_PATH_RE: [X:]<sep>(tmp|t)<sep>(dsh-acp-snap-<9 hex>|
+// dsh-acp-snapshot-spill)<sep>session-<12>/<12>-<name>.
+static int pass_snapshot_spill(const char *s, size_t n, as_buf *out)
+{
+    size_t cur = 0, from = 0;
+    int changed = 0;
+    const char *m;
+    while ((m = FIND(s, from, n, "dsh-acp-snap"))) {
+        size_t a = (size_t)(m - s), p;
+        from = a + 1;
+        if (a >= 5 && is_sep(s[a - 5]) && !memcmp(s + a - 4, "tmp", 3) && is_sep(s[a - 1])) p = a - 5;
+        else if (a >= 3 && is_sep(s[a - 3]) && s[a - 2] == 't' && is_sep(s[a - 1])) p = a - 3;
+        else continue;
+        if (p < cur) continue;
+        size_t i;
+        if (STARTS(s, a, n, "dsh-acp-snap-") && a + 22 <= n && has_lhex(s + a + 13, 9)) i = a + 22;
+        else if (STARTS(s, a, n, "dsh-acp-snapshot-spill")) i = a + 22;
+        else continue;
+        if (i >= n || !is_sep(s[i])) continue;
+        size_t ns = spill_tail(s, i + 1, n);
+        if (!ns) continue;
+        size_t ne = spill_name_end(s, ns, n);
+        if (!ne) continue;
+        if (p >= cur + 2 && s[p - 1] == ':' && is_alpha(s[p - 2])) p -= 2;
+        as_buf_put(out, s + cur, p - cur);
+        put_locator(out, s + ns, ne - ns);
+        cur = from = ne;
+        changed = 1;
+    }
+    if (changed) as_buf_put(out, s + cur, n - cur);
+    return changed;
+}
+
+// ---------------------------------------------------------------- event-read results
+
+// \r?\n at i: the index after it, or 0.
+static size_t eol(const char *s, size_t i, size_t n)
+{
+    if (i < n && s[i] == '\r') i++;
+    return i < n && s[i] == '\n' ? i + 1 : 0;
+}
+
+// A JavaScript line terminator (for ^ and $ in multiline mode) at i: its length.
+static size_t js_eol_at(const char *s, size_t i, size_t n)
+{
+    if (s[i] == '\n' || s[i] == '\r') return 1;
+    if (i + 2 < n && (unsigned char)s[i] == 0xe2 && (unsigned char)s[i + 1] == 0x80
+        && ((unsigned char)s[i + 2] == 0xa8 || (unsigned char)s[i + 2] == 0xa9)) return 3;
+    return 0;
+}
+
+// dsh EVENT_READ_TARGET_REGION_RE: the end of the fenced target region of an
+// exact event-read result, or 0 when the string is not one.
+static size_t event_read_region(const char *s, size_t n)
+{
+    if (!STARTS(s, 0, n, "Session ")) return 0;
+    size_t e = 8;
+    while (e < n && s[e] != '\r' && s[e] != '\n') e++;
+    // "Session X — Y": some " — " with one character or more on each side
+    if (e < 8 + 1 + 5 + 1) return 0;
+    static const char dash[] = " \xe2\x80\x94 ";
+    if (!memmem(s + 9, e - 1 - 9, dash, 5)) return 0;
+    size_t i = eol(s, e, n);
+    if (!i || !STARTS(s, i, n, "Target event seq ")) return 0;
+    i += 17;
+    size_t d = i;
+    while (i < n && is_digit(s[i])) i++;
+    if (i == d || i >= n || s[i] != ':') return 0;
+    if (!(i = eol(s, i + 1, n)) || !STARTS(s, i, n, "```json")) return 0;
+    if (!(i = eol(s, i + 7, n)) || !STARTS(s, i, n, "{")) return 0;
+    if (!(i = eol(s, i + 1, n))) return 0;
+    for (size_t q = i; q < n; q++) {
+        if (s[q] != '\r' && s[q] != '\n') continue;
+        size_t t = eol(s, q, n);
+        if (!t) continue;
+        if (STARTS(s, t, n, "```")) {
+            size_t u = t + 3;
+            if (u == n || eol(s, u, n)) return q;
+        }
+        size_t t2 = eol(s, t, n);
+        if (t2 && STARTS(s, t2, n, "(Omitted ")) return q;
+    }
+    return 0;
+}
+
+static int pass_event_read(const char *s, size_t n, as_buf *out)
+{
+    size_t r = event_read_region(s, n);
+    if (!r) return 0;
+    int changed = 0;
+    size_t cur = 0;
+    // ^(  "time": )\d+(?=,\r?$) per line of the region
+    for (size_t ls = 0; ls < r;) {
+        if (STARTS(s, ls, r, "  \"time\": ")) {
+            size_t d = ls + 10, k = d;
+            while (k < r && is_digit(s[k])) k++;
+            if (k > d && k < r && s[k] == ',' && (k + 1 == r || js_eol_at(s, k + 1, r))) {
+                as_buf_put(out, s + cur, d - cur);
+                as_buf_puts(out, "{{eventTime}}");
+                cur = k;
+                changed = 1;
+            }
+        }
+        size_t k = ls;
+        while (k < r && !js_eol_at(s, k, r)) k++;
+        if (k >= r) break;
+        ls = k + js_eol_at(s, k, r);
+    }
+    // (\r?\n\r?\n\(Omitted )\d+( bytes\.) over the whole string
+    size_t from = 0;
+    const char *m;
+    while ((m = FIND(s, from, n, "(Omitted "))) {
+        size_t p = (size_t)(m - s);
+        from = p + 1;
+        if (!(p >= 2 && s[p - 1] == '\n' && (s[p - 2] == '\n' || (p >= 3 && s[p - 2] == '\r' && s[p - 3] == '\n'))))
+            continue;
+        size_t d = p + 9, k = d;
+        while (k < n && is_digit(s[k])) k++;
+        if (k == d || !STARTS(s, k, n, " bytes.") || d < cur) continue;
+        as_buf_put(out, s + cur, d - cur);
+        as_buf_puts(out, "{{eventOmittedBytes}}");
+        cur = from = k;
+        changed = 1;
+    }
+    if (changed) as_buf_put(out, s + cur, n - cur);
+    return changed;
+}
+
+// ---------------------------------------------------------------- ids
+
+// dsh UUID_RE (case-insensitive, no boundaries) → {{sessionId}}.
+static int pass_uuid(const char *s, size_t n, as_buf *out)
+{
+    size_t cur = 0, i = 0;
+    int changed = 0;
+    const char *m;
+    while (i < n && (m = memchr(s + i, '-', n - i))) {
+        size_t d = (size_t)(m - s);
+        i = d + 1;
+        if (d < cur + 8 || d + 28 > n) continue;
+        if (!uuid_at(s + d - 8)) continue;
+        as_buf_put(out, s + cur, d - 8 - cur);
+        as_buf_put(out, SID_TOK, sizeof SID_TOK - 1);
+        cur = i = d - 8 + 36;
+        changed = 1;
+    }
+    if (changed) as_buf_put(out, s + cur, n - cur);
+    return changed;
+}
+
+// ---------------------------------------------------------------- the string pipeline
+
+typedef struct {
+    as_buf *b[2];
+    int which;
+    const char *cur;
+    size_t n;
+    int changed;
+} chain;
+
+static as_buf *chain_out(chain *c)
+{
+    as_buf *d = c->b[c->which];
+    as_buf_reset(d);
+    return d;
+}
+
+static void chain_took(chain *c, int did)
+{
+    if (!did) return;
+    as_buf *d = c->b[c->which];
+    c->cur = d->p ? d->p : "";
+    c->n = d->n;
+    c->which ^= 1;
+    c->changed = 1;
+}
+#define STEP(c, call) do { as_buf *o_ = chain_out(c); chain_took(c, call); (void)o_; } while (0)
+
+enum { F_SP = 1, F_ID = 2, F_CWDTOK = 4, F_BS = 8, F_SNAP = 16, F_UUID = 32, F_EVENT = 64 };
+
+// The next byte at or after i that may start a volatile value (len when none).
+static size_t next_trigger(const as_norm *n, const char *s, size_t i, size_t len)
+{
+#ifdef __SSE2__
+    if (n->ntb) {
+        __m128i t[8];
+        for (int k = 0; k < n->ntb; k++) t[k] = _mm_set1_epi8((char)n->tb[k]);
+        for (; i + 16 <= len; i += 16) {
+            __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
+            __m128i m = _mm_cmpeq_epi8(v, t[0]);
+            for (int k = 1; k < n->ntb; k++) m = _mm_or_si128(m, _mm_cmpeq_epi8(v, t[k]));
+            unsigned mask = (unsigned)_mm_movemask_epi8(m);
+            if (mask) return i + (size_t)__builtin_ctz(mask);
+        }
+    }
+#endif
+    for (; i < len; i++)
+        if (n->trig[(unsigned char)s[i]]) return i;
+    return len;
+}
+
+// One pass over the string: which rules could apply (a superset; 0 = none).
+static unsigned features(const as_norm *n, const char *s, size_t len)
+{
+    unsigned f = STARTS(s, 0, len, "Session ") ? F_EVENT : 0;
+    if (find(s, 0, len, "{{cwd}}", 7)) f |= F_CWDTOK;   // '{' is not among the SIMD triggers
+    if (n->plain_ids)
+        for (size_t k = 0; k < n->nid; k++)
+            if (find(s, 0, len, n->id[k].p, n->id[k].n)) f |= F_ID;
+    for (size_t i = 0; (i = next_trigger(n, s, i, len)) < len; i++) {
+        unsigned t = n->trig[(unsigned char)s[i]];
+        if (t & T_SP)
+            for (size_t k = 0; k < n->nsp; k++)
+                if (starts(s, i, len, n->sp[k].p, n->sp[k].n)) f |= F_SP;
+        if (t & T_SEP) {
+            if (s[i] == '\\') f |= F_BS;
+            if ((STARTS(s, i + 1, len, "tmp") && i + 4 < len && is_sep(s[i + 4]) && STARTS(s, i + 5, len, "dsh-acp-snap"))
+                || (i + 2 < len && s[i + 1] == 't' && is_sep(s[i + 2]) && STARTS(s, i + 3, len, "dsh-acp-snap")))
+                f |= F_SNAP;
+        }
+        // a UUID (and so a UUID-shaped session id) has 8 hex digits before its first '-'
+        if ((t & T_DASH) && i >= 8 && i + 28 <= len && has_hex(s + i - 8, 8) && has_hex(s + i + 1, 4))
+            f |= F_UUID | F_ID;
+    }
+    return f;
+}
+
+static int scrub_chain(const as_norm *nc, chain *c, unsigned f, int is_path)
+{
+    int cwdtok = (f & F_CWDTOK) != 0;
+    if (f & F_SP) {
+        for (size_t i = 0; i < nc->nsp; i++) STEP(c, pass_spelling(c->cur, c->n, &nc->sp[i], o_));
+        cwdtok |= c->changed;
+    }
+    if (cwdtok) STEP(c, pass_literal(c->cur, c->n, "/private{{cwd}}", 15, CWD_TOK, 7, o_));
+    if (!nc->native && (f & F_BS)) {
+        if (cwdtok) STEP(c, pass_cwd_rooted(c->cur, c->n, o_));
+        STEP(c, pass_path_tags(c->cur, c->n, o_));
+        STEP(c, pass_additional(c->cur, c->n, o_));
+    }
+    if (cwdtok) STEP(c, pass_local_spill(c->cur, c->n, o_));
+    if (f & F_SNAP) STEP(c, pass_snapshot_spill(c->cur, c->n, o_));
+    if (f & F_EVENT) STEP(c, pass_event_read(c->cur, c->n, o_));
+    if (f & F_ID)
+        for (size_t i = 0; i < nc->nid; i++)
+            STEP(c, pass_literal(c->cur, c->n, nc->id[i].p, nc->id[i].n, SID_TOK, sizeof SID_TOK - 1, o_));
+    if (f & F_UUID) STEP(c, pass_uuid(c->cur, c->n, o_));
+    if (is_path && !nc->native && (f & F_BS) && memchr(c->cur, '\\', c->n)) {
+        as_buf *o = chain_out(c);
+        put_slashed(o, c->cur, c->n);
+        chain_took(c, 1);
+    }
+    return c->changed;
+}
+
+int as_norm_str_may_change(const as_norm *n, const char *s, size_t len, int is_path)
+{
+    return features(n, s, len) != 0;
+}
+
+int as_norm_str(const as_norm *nc, const char *s, size_t len, int is_path, as_buf *out)
+{
+    as_norm *n = (as_norm *)nc;   // scratch buffers only
+    chain c = { { &n->s1, &n->s2 }, 0, s, len, 0 };
+    unsigned f = features(nc, s, len);
+    if (!f) {
+        as_buf_put(out, s, len);
+        return 0;
+    }
+    int changed = scrub_chain(nc, &c, f, is_path);
+    as_buf_put(out, c.cur, c.n);
+    return changed;
+}
+
+// ---------------------------------------------------------------- the record walker
+//
+// A record is edited in place: the output is its source bytes with some spans
+// replaced (a scrubbed string, a zeroed time, a tokenized header) or skipped
+// (a dropped envelope member). That needs compact source, so a record with
+// whitespace between its tokens is first re-emitted compactly and re-parsed.
+
+static int key_is(const as_json *j, int k, const char *lit, size_t ln)
+{
+    const as_tok *t = &j->t[k];
+    if (!t->esc) return t->end - t->start == ln + 2 && !memcmp(j->s + t->start + 1, lit, ln);
+    return as_json_streq(j, k, lit);
+}
+#define KEY_IS(j, k, lit) key_is(j, k, lit, sizeof lit - 1)
+
+// The compact form of subtree tok, bytes verbatim (no scrubbing).
+static void cwalk(const as_json *j, int tok, as_buf *out)
+{
+    const as_tok *t = &j->t[tok];
+    if (t->type != AS_JOBJ && t->type != AS_JARR) {
+        as_buf_put(out, j->s + t->start, t->end - t->start);
+        return;
+    }
+    as_buf_putc(out, t->type == AS_JOBJ ? '{' : '[');
+    int c = tok + 1;
+    for (uint32_t i = 0; i < t->count; i++) {
+        if (i) as_buf_putc(out, ',');
+        if (t->type == AS_JOBJ) {
+            as_buf_put(out, as_tok_p(j, c), as_tok_len(j, c));
+            as_buf_putc(out, ':');
+            c++;
+        }
+        cwalk(j, c, out);
+        c = (int)j->t[c].next;
+    }
+    as_buf_putc(out, t->type == AS_JOBJ ? '}' : ']');
+}
+
+// 1 when subtree tok has no whitespace between its tokens.
+static int is_compact(const as_json *j, int tok)
+{
+    size_t want = 0;
+    for (uint32_t i = (uint32_t)tok; i < j->t[tok].next; i++) {
+        const as_tok *t = &j->t[i];
+        if (t->type == AS_JOBJ || t->type == AS_JARR)
+            want += 2 + (t->count ? t->count - 1 : 0) + (t->type == AS_JOBJ ? t->count : 0);
+        else
+            want += t->end - t->start;
+    }
+    return want == j->t[tok].end - j->t[tok].start;
+}
+
+// Scratch for callers without a context.
+static as_norm *scratch(const as_norm *n)
+{
+    static as_norm *own;
+    if (n) return (as_norm *)n;
+    if (!own) own = as_norm_new();
+    return own;
+}
+
+// Subtree *tok of j in compact form: j itself, or a compact re-parsed copy (then *tok = 0).
+static const as_json *compacted(as_norm *n, const as_json *j, int *tok)
+{
+    if (is_compact(j, *tok)) return j;
+    as_buf_reset(&n->cb);
+    cwalk(j, *tok, &n->cb);
+    if (as_json_parse(&n->cj, n->cb.p, n->cb.n) < 0) as_die(AS_TROUBLE, "internal error: compact form does not parse");
+    *tok = 0;
+    return &n->cj;
+}
+
+typedef struct {
+    as_norm *n;          // the context; scrub strings only when scrub is set
+    int scrub;
+    const as_json *j;
+    as_buf *out;
+    size_t done;         // source bytes before this offset are written
+    size_t ci;           // next candidate (n->cand) to consider
+} ed;
+
+static void cand_push(as_norm *n, size_t pos)
+{
+    if (n->ncand == n->ccap) {
+        n->ccap = n->ccap ? n->ccap * 2 : 64;
+        n->cand = as_xrealloc(n->cand, n->ccap * sizeof *n->cand);
+    }
+    n->cand[n->ncand++] = (uint32_t)pos;
+}
+
+// One scan of the raw (escaped) bytes [from, to): the offsets where a rule may
+// apply, so that strings without one are passed over without decoding. A \u
+// or \/ escape (which could hide a trigger byte) or a non-UUID session id
+// makes every string a candidate (n->full).
+// Examines trigger byte s[i]; returns the index to resume from, or 0 to stop (full).
+static size_t line_hit(as_norm *n, const char *s, size_t i, size_t to)
+{
+    unsigned char c = (unsigned char)s[i];
+    if (c == '\\') {
+        if (i + 1 < to && (s[i + 1] == 'u' || s[i + 1] == '/')) { n->full = 1; return 0; }
+        if (i + 1 < to && s[i + 1] == '\\') cand_push(n, i);
+        return i + 2;   // past the escaped character
+    }
+    unsigned t = n->trig[c];
+    int hit = 0;
+    if (t & T_SP)
+        for (size_t k = 0; k < n->nesp && !hit; k++) hit = starts(s, i, to, n->esp[k].p, n->esp[k].n);
+    if (!hit && c == '/')
+        hit = (STARTS(s, i + 1, to, "tmp") && i + 4 < to && is_sep(s[i + 4]) && STARTS(s, i + 5, to, "dsh-acp-snap"))
+              || (i + 2 < to && s[i + 1] == 't' && is_sep(s[i + 2]) && STARTS(s, i + 3, to, "dsh-acp-snap"));
+    if (!hit && (t & T_DASH) && i >= 8 && i + 28 <= to && uuid_at(s + i - 8)) {
+        cand_push(n, i);
+        return i + 28;   // past the UUID
+    }
+    if (hit) cand_push(n, i);
+    return i + 1;
+}
+
+static void line_prep(as_norm *n, const char *s, size_t from, size_t to)
+{
+    n->ncand = 0;
+    // already-tokenized input (a committed fixture, an expected file) is examined string by string
+    n->full = n->plain_ids || find(s, from, to, "{{cwd}}", 7);
+    if (n->full) return;
+    // an event-read result is a string starting "Session "
+    for (const char *m = s + from; (m = find(s, (size_t)(m - s), to, "Session ", 8)); m++)
+        if (m > s + from && m[-1] == '"') { n->full = 1; return; }
+    size_t i = from;
+#ifdef __SSE2__
+    if (n->ntb) {
+        __m128i t[8];
+        for (int k = 0; k < n->ntb; k++) t[k] = _mm_set1_epi8((char)n->tb[k]);
+        while (i + 16 <= to) {
+            __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
+            __m128i m = _mm_cmpeq_epi8(v, t[0]);
+            for (int k = 1; k < n->ntb; k++) m = _mm_or_si128(m, _mm_cmpeq_epi8(v, t[k]));
+            unsigned mask = (unsigned)_mm_movemask_epi8(m);
+            size_t base = i, next = i + 16;
+            while (mask) {
+                size_t p = base + (size_t)__builtin_ctz(mask);
+                mask &= mask - 1;
+                if (p < next && p != base - 1) {
+                    // a hit may consume the byte after it (an escape pair)
+                    size_t r = line_hit(n, s, p, to);
+                    if (!r) return;
+                    if (r > next) next = r;
+                    while (mask && base + (size_t)__builtin_ctz(mask) < r) mask &= mask - 1;
+                }
+            }
+            i = next;
+        }
+    }
+#endif
+    while (i < to) {
+        unsigned t = n->trig[(unsigned char)s[i]];
+        if (!t || t == T_BRACE) { i++; continue; }
+        size_t r = line_hit(n, s, i, to);
+        if (!r) return;
+        i = r;
+    }
+}
+
+// 1 when string token [start, end) holds a candidate (candidates are met in order).
+static int ed_cand(ed *e, size_t start, size_t end)
+{
+    as_norm *n = e->n;
+    if (n->full) return 1;
+    while (e->ci < n->ncand && n->cand[e->ci] < start) e->ci++;
+    return e->ci < n->ncand && n->cand[e->ci] < end;
+}
+
+static void ed_to(ed *e, size_t pos)
+{
+    as_buf_put(e->out, e->j->s + e->done, pos - e->done);
+    e->done = pos;
+}
+
+static void ed_rep(ed *e, int tok, const char *rep, size_t rn)
+{
+    ed_to(e, e->j->t[tok].start);
+    as_buf_put(e->out, rep, rn);
+    e->done = e->j->t[tok].end;
+}
+
+// Drops member (key k) of an object; kept: members kept before it; last: no member after it.
+static void ed_drop(ed *e, int k, int kept, int last)
+{
+    size_t from = e->j->t[k].start, to = e->j->t[k + 1].end;
+    if (kept) from--;          // with the comma before it
+    else if (!last) to++;      // with the comma after it
+    ed_to(e, from);
+    e->done = to;
+}
+
+static void ed_string(ed *e, int tok, int is_path)
+{
+    as_norm *n = e->n;
+    const as_json *j = e->j;
+    const as_tok *t = &j->t[tok];
+    if (!ed_cand(e, t->start, t->end)) return;
+    const char *body = j->s + t->start + 1;
+    size_t blen = t->end - t->start - 2;
+    if (t->esc) {
+        as_buf_reset(&n->dec);
+        as_jstr_decode(body, blen, &n->dec);
+        body = n->dec.p ? n->dec.p : "";
+        blen = n->dec.n;
+    }
+    unsigned f = features(n, body, blen);
+    if (!f) return;
+    chain c = { { &n->s1, &n->s2 }, 0, body, blen, 0 };
+    if (!scrub_chain(n, &c, f, is_path)) return;
+    ed_to(e, t->start);
+    as_jstr_write(e->out, c.cur, c.n);
+    e->done = t->end;
+}
+
+static void ed_walk(ed *e, int tok, int is_path)
+{
+    const as_json *j = e->j;
+    const as_tok *t = &j->t[tok];
+    if (!e->scrub || !ed_cand(e, t->start, t->end)) return;
+    if (t->type == AS_JSTR) {
+        ed_string(e, tok, is_path);
+    } else if (t->type == AS_JOBJ) {
+        int k = tok + 1;
+        for (uint32_t i = 0; i < t->count; i++) {
+            ed_walk(e, k + 1, KEY_IS(j, k, "path"));
+            k = (int)j->t[k + 1].next;
+        }
+    } else if (t->type == AS_JARR) {
+        int el = tok + 1;
+        for (uint32_t i = 0; i < t->count; i++) {
+            ed_walk(e, el, 0);
+            el = (int)j->t[el].next;
+        }
+    }
+}
+
+void as_norm_value(const as_norm *nc, const as_json *j0, int tok, as_buf *out)
+{
+    as_norm *n = scratch(nc);
+    const as_json *j = compacted(n, j0, &tok);
+    ed e = { n, nc != NULL, j, out, j->t[tok].start, 0 };
+    if (e.scrub) line_prep(n, j->s, j->t[tok].start, j->t[tok].end);
+    ed_walk(&e, tok, 0);
+    ed_to(&e, j->t[tok].end);
+}
+
+// ---------------------------------------------------------------- request headers
+
+// The value index of key in obj, or -1 (first occurrence).
+static int member(const as_json *j, int obj, const char *key, size_t kl)
+{
+    if (obj < 0 || j->t[obj].type != AS_JOBJ) return -1;
+    int k = obj + 1;
+    for (uint32_t i = 0; i < j->t[obj].count; i++) {
+        if (key_is(j, k, key, kl)) return k + 1;
+        k = (int)j->t[k + 1].next;
+    }
+    return -1;
+}
+#define MEMBER(j, obj, key) member(j, obj, key, sizeof key - 1)
+
+static int str_is(const as_json *j, int tok, const char *lit)
+{
+    return tok >= 0 && j->t[tok].type == AS_JSTR && key_is(j, tok, lit, strlen(lit));
+}
+
+// data.header of a request/header record, or -1.
+static int header_obj(const as_json *j)
+{
+    if (j->t[0].type != AS_JOBJ) return -1;
+    if (!str_is(j, MEMBER(j, 0, "type"), "request/header")) return -1;
+    int data = MEMBER(j, 0, "data");
+    int hdr = MEMBER(j, data, "header");
+    return hdr >= 0 && j->t[hdr].type == AS_JOBJ ? hdr : -1;
+}
+
+static int prefix_tokenized(const as_json *j, int msgs)
+{
+    if (j->t[msgs].type != AS_JARR) return 1;
+    int e = msgs + 1;
+    for (uint32_t i = 0; i < j->t[msgs].count; i++) {
+        if (!str_is(j, e, AS_TOKEN_PREFIX)) return 0;
+        e = (int)j->t[e].next;
+    }
+    return 1;
+}
+
+as_hdr_state as_norm_header_state(const as_json *j, unsigned which)
+{
+    int hdr = header_obj(j);
+    if (hdr < 0) return AS_HDR_NOT_HEADER;
+    int v;
+    if ((which & AS_HDR_SYSTEM) && (v = MEMBER(j, hdr, "system")) >= 0 && !str_is(j, v, AS_TOKEN_SYSTEM))
+        return AS_HDR_RAW;
+    if ((which & AS_HDR_TOOLS) && (v = MEMBER(j, hdr, "tools")) >= 0 && !str_is(j, v, AS_TOKEN_TOOLS))
+        return AS_HDR_RAW;
+    if ((which & AS_HDR_PREFIX) && (v = MEMBER(j, hdr, "messages")) >= 0 && !prefix_tokenized(j, v))
+        return AS_HDR_RAW;
+    return AS_HDR_TOKENIZED;
+}
+
+// Edits header object hdr: its bulk tokenized, other members walked.
+static void ed_header(ed *e, int hdr, unsigned which)
+{
+    const as_json *j = e->j;
+    int k = hdr + 1;
+    for (uint32_t i = 0; i < j->t[hdr].count; i++) {
+        int v = k + 1;
+        if ((which & AS_HDR_SYSTEM) && KEY_IS(j, k, "system")) {
+            ed_rep(e, v, "\"" AS_TOKEN_SYSTEM "\"", sizeof AS_TOKEN_SYSTEM + 1);
+        } else if ((which & AS_HDR_TOOLS) && KEY_IS(j, k, "tools")) {
+            ed_rep(e, v, "\"" AS_TOKEN_TOOLS "\"", sizeof AS_TOKEN_TOOLS + 1);
+        } else if ((which & AS_HDR_PREFIX) && KEY_IS(j, k, "messages") && j->t[v].type == AS_JARR) {
+            as_buf *b = &e->n->val;
+            as_buf_reset(b);
+            as_buf_putc(b, '[');
+            for (uint32_t m = 0; m < j->t[v].count; m++) as_buf_puts(b, m ? ",\"" AS_TOKEN_PREFIX "\"" : "\"" AS_TOKEN_PREFIX "\"");
+            as_buf_putc(b, ']');
+            ed_rep(e, v, b->p, b->n);
+        } else {
+            ed_walk(e, v, KEY_IS(j, k, "path"));
+        }
+        k = (int)j->t[v].next;
+    }
+}
+
+int as_norm_tokenize_header(const as_json *j0, unsigned which, as_buf *out)
+{
+    if (as_norm_header_state(j0, which) != AS_HDR_RAW) return 0;
+    as_norm *n = scratch(NULL);
+    int root = 0;
+    const as_json *j = compacted(n, j0, &root);
+    ed e = { n, 0, j, out, j->t[0].start, 0 };
+    ed_header(&e, header_obj(j), which);
+    ed_to(&e, j->t[0].end);
+    return 1;
+}
+
+// ---------------------------------------------------------------- session records
+
+typedef struct {
+    unsigned flags;
+    int packed, hook, reqhdr, session;
+} rec;
+
+static void ed_data(ed *e, const rec *r, int data)
+{
+    const as_json *j = e->j;
+    int vol = r->flags & AS_NS_VOLATILE;
+    int k = data + 1;
+    for (uint32_t i = 0; i < j->t[data].count; i++) {
+        int v = k + 1;
+        if (vol && r->packed && j->t[v].type == AS_JARR && KEY_IS(j, k, "dt")) {
+            as_buf *b = &e->n->val;
+            as_buf_reset(b);
+            as_buf_putc(b, '[');
+            for (uint32_t m = 0; m < j->t[v].count; m++) as_buf_puts(b, m ? ",0" : "0");
+            as_buf_putc(b, ']');
+            ed_rep(e, v, b->p, b->n);
+        } else if (vol && r->hook && KEY_IS(j, k, "durationMs")) {
+            ed_rep(e, v, "0", 1);
+        } else if ((r->flags & AS_NS_TOKENIZE) && r->reqhdr && j->t[v].type == AS_JOBJ && KEY_IS(j, k, "header")) {
+            ed_header(e, v, AS_HDR_ALL);
+        } else {
+            ed_walk(e, v, KEY_IS(j, k, "path"));
+        }
+        k = (int)j->t[v].next;
+    }
+}
+
+void as_norm_session_record(const as_norm *nc, const as_json *j0, unsigned flags, as_buf *out)
+{
+    as_norm *n = scratch(nc);
+    int root = 0;
+    const as_json *j = compacted(n, j0, &root);
+    ed e = { n, nc && (flags & AS_NS_SCRUB), j, out, j->t[0].start, 0 };
+    if (e.scrub) line_prep(n, j->s, j->t[0].start, j->t[0].end);
+    rec r = { flags, 0, 0, 0, 0 };
+    int type = MEMBER(j, 0, "type");
+    if (type >= 0 && j->t[type].type == AS_JSTR) {
+        r.session = str_is(j, type, "session");
+        r.packed = str_is(j, type, "text-chunks") || str_is(j, type, "reasoning-chunks")
+                   || str_is(j, type, "tool-call-chunks");
+        r.hook = str_is(j, type, "hook/result");
+        r.reqhdr = str_is(j, type, "request/header");
+    }
+    int project = (flags & AS_NS_PROJECT) && !(flags & AS_NS_HEADER);
+    int vol = flags & AS_NS_VOLATILE;
+    uint32_t count = j->t[0].count;
+    int kept = 0, k = 1;
+    for (uint32_t i = 0; i < count; i++) {
+        int v = k + 1, key = k;
+        k = (int)j->t[v].next;
+        if (project && (KEY_IS(j, key, "seq") || KEY_IS(j, key, "time") || KEY_IS(j, key, "seq0")
+                        || KEY_IS(j, key, "time0"))) {
+            ed_drop(&e, key, kept, i + 1 == count);
+            continue;
+        }
+        kept++;
+        if (vol && r.session && KEY_IS(j, key, "createdAt")) ed_rep(&e, v, "0", 1);
+        else if (vol && r.packed && KEY_IS(j, key, "time0")) ed_rep(&e, v, "0", 1);
+        else if (vol && !r.session && !r.packed && KEY_IS(j, key, "time")) ed_rep(&e, v, "0", 1);
+        else if (j->t[v].type == AS_JOBJ && KEY_IS(j, key, "data") && (r.packed || r.hook || r.reqhdr))
+            ed_data(&e, &r, v);
+        else ed_walk(&e, v, KEY_IS(j, key, "path"));
+    }
+    ed_to(&e, j->t[0].end);
+}
+
+// ---------------------------------------------------------------- stdout frames
+
+static uint64_t fnv(const char *p, size_t n)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++) { h ^= (unsigned char)p[i]; h *= 1099511628211ull; }
+    return h;
+}
+
+static long id_number(as_norm *n, const char *p, size_t len)
+{
+    if (n->tn * 2 >= n->tcap) {
+        size_t ncap = n->tcap ? n->tcap * 2 : 64;
+        struct idslot *nt = as_xmalloc(ncap * sizeof *nt);
+        memset(nt, 0, ncap * sizeof *nt);
+        for (size_t i = 0; i < n->tcap; i++) {
+            if (!n->tab[i].k) continue;
+            size_t h = fnv(n->tab[i].k, n->tab[i].n) & (ncap - 1);
+            while (nt[h].k) h = (h + 1) & (ncap - 1);
+            nt[h] = n->tab[i];
+        }
+        free(n->tab);
+        n->tab = nt;
+        n->tcap = ncap;
+    }
+    size_t h = fnv(p, len) & (n->tcap - 1);
+    while (n->tab[h].k) {
+        if (n->tab[h].n == len && !memcmp(n->tab[h].k, p, len)) return n->tab[h].v;
+        h = (h + 1) & (n->tcap - 1);
+    }
+    n->tab[h].k = as_xmalloc(len + 1);
+    memcpy(n->tab[h].k, p, len);
+    n->tab[h].n = len;
+    n->tab[h].v = (long)++n->tn;
+    return n->tab[h].v;
+}
+
+void as_norm_stdout_frame(as_norm *n, const as_json *j0, as_buf *out)
+{
+    int root = 0;
+    const as_json *j = compacted(n, j0, &root);
+    ed e = { n, 1, j, out, j->t[0].start, 0 };
+    line_prep(n, j->s, j->t[0].start, j->t[0].end);
+    int k = 1;
+    for (uint32_t i = 0; i < j->t[0].count; i++) {
+        int v = k + 1;
+        if (j->t[v].type != AS_JNULL && KEY_IS(j, k, "id")) {
+            // the id's identity is its (compact) JSON text, as dsh keys its map by JSON.stringify
+            char num[24], *q = num + sizeof num;
+            unsigned long id = (unsigned long)id_number(n, as_tok_p(j, v), as_tok_len(j, v));
+            do *--q = (char)('0' + id % 10); while (id /= 10);
+            ed_rep(&e, v, q, (size_t)(num + sizeof num - q));
+        } else {
+            ed_walk(&e, v, KEY_IS(j, k, "path"));
+        }
+        k = (int)j->t[v].next;
+    }
+    ed_to(&e, j->t[0].end);
+}
+
+// ---------------------------------------------------------------- fixture cwd
+
+// dsh tokenizeFixtureString's absolute-path rule: [X:]<sep>(seg<sep>)*basename
+// followed by the end, a separator, \s or <>'"()[]{},;:!?=.
+static int pass_basename(const char *s, size_t n, const char *base, size_t bl, as_buf *out)
+{
+    if (!find(s, 0, n, base, bl)) return 0;
+    size_t cur = 0;
+    int changed = 0;
+    for (size_t p = 0; p < n; p++) {
+        if (!is_sep(s[p])) continue;
+        size_t c = p + 1, end = 0;
+        for (;;) {
+            if (starts(s, c, n, base, bl)) {
+                size_t q = c + bl;
+                if (q == n || is_sep(s[q]) || boundary_at(s, q, n)) end = q;
+            }
+            size_t q = c;
+            while (q < n && !is_sep(s[q]) && s[q] != '<' && s[q] != '>' && s[q] != '"' && !js_space_at(s, q, n)) q++;
+            if (q == c || q >= n || !is_sep(s[q])) break;
+            c = q + 1;
+        }
+        if (!end) continue;
+        size_t start = p;
+        if (p >= cur + 2 && s[p - 1] == ':' && is_alpha(s[p - 2])) start = p - 2;
+        as_buf_put(out, s + cur, start - cur);
+        as_buf_put(out, CWD_TOK, sizeof CWD_TOK - 1);
+        cur = end;
+        p = end - 1;
+        changed = 1;
+    }
+    if (changed) as_buf_put(out, s + cur, n - cur);
+    return changed;
+}
+
+typedef struct { const as_norm *n; const char *base; size_t bl; } fix;
+
+static int first_child(const as_json *j, int tok) { return j->t[tok].count ? tok + 1 : -1; }
+
+static void fix_walk(const fix *f, const as_json *j, int tok, as_buf *out)
+{
+    const as_tok *t = &j->t[tok];
+    if (t->type == AS_JOBJ || t->type == AS_JARR) {
+        as_buf_putc(out, t->type == AS_JOBJ ? '{' : '[');
+        int c = first_child(j, tok);
+        for (uint32_t i = 0; i < t->count; i++) {
+            if (i) as_buf_putc(out, ',');
+            if (t->type == AS_JOBJ) {
+                as_buf_put(out, as_tok_p(j, c), as_tok_len(j, c));
+                as_buf_putc(out, ':');
+                c++;
+            }
+            fix_walk(f, j, c, out);
+            c = (int)j->t[c].next;
+        }
+        as_buf_putc(out, t->type == AS_JOBJ ? '}' : ']');
+        return;
+    }
+    if (t->type != AS_JSTR) { as_buf_put(out, j->s + t->start, t->end - t->start); return; }
+    as_norm *n = (as_norm *)f->n;
+    const char *body = j->s + t->start + 1;
+    size_t blen = t->end - t->start - 2;
+    if (t->esc) {
+        as_buf_reset(&n->dec);
+        as_jstr_decode(body, blen, &n->dec);
+        body = n->dec.p ? n->dec.p : "";
+        blen = n->dec.n;
+    }
+    if (!find(body, 0, blen, f->base, f->bl)) { as_buf_put(out, j->s + t->start, t->end - t->start); return; }
+    chain c = { { &n->s1, &n->s2 }, 0, body, blen, 0 };
+    for (size_t i = 0; i < n->nsp; i++) STEP(&c, pass_spelling(c.cur, c.n, &n->sp[i], o_));
+    STEP(&c, pass_basename(c.cur, c.n, f->base, f->bl, o_));
+    STEP(&c, pass_literal(c.cur, c.n, "/private{{cwd}}", 15, CWD_TOK, 7, o_));
+    if (c.changed) as_jstr_write(out, c.cur, c.n);
+    else as_buf_put(out, j->s + t->start, t->end - t->start);
+}
+
+void as_norm_fixture_cwd(const as_norm *n, const char *basename, size_t blen, const as_json *j, as_buf *out)
+{
+    fix f = { n, basename, blen };
+    fix_walk(&f, j, 0, out);
+}

@@ -1,0 +1,620 @@
+// replay.c - the replay model: entries, scripts, overrides, derivation (DESIGN.md §4).
+#include "replay.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const as_chunk_type_names[] = {
+    "block-start", "text-delta", "reasoning-delta", "tool-call-delta",
+    "block-end", "usage", "finish", NULL
+};
+
+static const char MSG_THROWN[] =
+    "model call %s ended without a finish chunk (a thrown stream); "
+    "this scenario needs a replay.override.json sidecar";
+
+// ---------------------------------------------------------------- helpers
+
+// Appends the bytes of a validated JSON text without insignificant whitespace.
+static void compact(const char *s, size_t n, as_buf *out)
+{
+    as_buf_grow(out, n);
+    int instr = 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (instr) {
+            out->p[out->n++] = c;
+            if (c == '\\' && i + 1 < n) out->p[out->n++] = s[++i];
+            else if (c == '"') instr = 0;
+        } else if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+            continue;
+        } else {
+            out->p[out->n++] = c;
+            if (c == '"') instr = 1;
+        }
+    }
+    out->p[out->n] = 0;
+}
+
+static int chunk_type_of(const as_json *j, int tok)
+{
+    if (j->t[tok].type != AS_JSTR) return -1;
+    for (int k = 0; as_chunk_type_names[k]; k++)
+        if (as_json_streq(j, tok, as_chunk_type_names[k])) return k;
+    return -1;
+}
+
+// hasExactKeys: obj has exactly the listed members (a repeated key fails).
+static int exact_keys(const as_json *j, int obj, const char *const *keys)
+{
+    size_t n = 0;
+    for (; keys[n]; n++)
+        if (as_json_get(j, obj, keys[n]) < 0) return 0;
+    return j->t[obj].count == n;
+}
+
+static void seterr(as_replay_err *err, long pos, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void seterr(as_replay_err *err, long pos, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    va_end(ap);
+    err->pos = pos;
+}
+
+// A short JSON rendering of token tok for messages (JSON.stringify-like for
+// strings, the compact source bytes otherwise), cut at 48 bytes.
+static void short_repr(const as_json *j, int tok, char *dst, size_t cap)
+{
+    as_buf b = {0}, d = {0};
+    if (tok < 0) {
+        as_buf_puts(&b, "undefined");
+    } else if (j->t[tok].type == AS_JSTR) {
+        as_json_str(j, tok, &d);
+        as_jstr_write(&b, d.p ? d.p : "", d.n);
+    } else {
+        compact(as_tok_p(j, tok), as_tok_len(j, tok), &b);
+    }
+    if (b.n > 48) {
+        size_t cut = 45;
+        while (cut > 0 && ((unsigned char)b.p[cut] & 0xC0) == 0x80) cut--;  // whole UTF-8 chars
+        b.n = cut;
+        as_buf_puts(&b, "...");
+    }
+    snprintf(dst, cap, "%s", b.p ? b.p : "");
+    as_buf_free(&b);
+    as_buf_free(&d);
+}
+
+static char *decode_str(const as_json *j, int tok)
+{
+    as_buf b = {0};
+    as_json_str(j, tok, &b);
+    if (!b.p) return as_xstrdup("");
+    return b.p;   // NUL-terminated; ownership passes to the caller
+}
+
+static void pos_linecol(const char *s, size_t pos, long *line, long *col)
+{
+    long l = 1;
+    size_t bol = 0;
+    for (size_t i = 0; i < pos; i++)
+        if (s[i] == '\n') { l++; bol = i + 1; }
+    *line = l;
+    *col = (long)(pos - bol) + 1;
+}
+
+// ---------------------------------------------------------------- entries
+
+static int read_chunks(const as_json *j, int tok, const char *where, as_replay_err *err)
+{
+    if (tok < 0 || j->t[tok].type != AS_JARR) {
+        seterr(err, tok < 0 ? -1 : (long)j->t[tok].start, "%s chunks must be an array", where);
+        return -1;
+    }
+    int i = 0;
+    for (int c = as_json_first(j, tok); c >= 0; c = as_json_nextel(j, c), i++) {
+        int ty = j->t[c].type == AS_JOBJ ? as_json_get(j, c, "type") : -1;
+        if (ty < 0 || chunk_type_of(j, ty) < 0) {
+            seterr(err, (long)j->t[ty >= 0 ? ty : c].start,
+                   "%s.chunks[%d] must have a known StreamChunk type", where, i);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int nonempty_str(const as_json *j, int tok)
+{
+    return tok >= 0 && j->t[tok].type == AS_JSTR && as_tok_len(j, tok) > 2;
+}
+
+// Validates the entry at token tok of j (positions are j's source offsets).
+static int entry_check(const as_json *j, int tok, const char *where, as_replay_err *err)
+{
+    static const char *const k_chunks[] = {"kind", "chunks", NULL};
+    static const char *const k_throw[] = {"kind", "chunks", "message", "code", NULL};
+    static const char *const k_hang[] = {"kind", NULL};
+    static const char *const k_hang_rf[] = {"kind", "readyFile", NULL};
+    long at = (long)j->t[tok].start;
+    if (j->t[tok].type != AS_JOBJ) {
+        seterr(err, at, "%s must be an object", where);
+        return -1;
+    }
+    int kind = as_json_get(j, tok, "kind");
+    if (kind >= 0 && as_json_streq(j, kind, "chunks")) {
+        if (!exact_keys(j, tok, k_chunks)) {
+            seterr(err, at, "%s has invalid chunks-entry fields (want exactly kind, chunks)", where);
+            return -1;
+        }
+        return read_chunks(j, as_json_get(j, tok, "chunks"), where, err);
+    }
+    if (kind >= 0 && as_json_streq(j, kind, "throw")) {
+        if (!exact_keys(j, tok, k_throw)) {
+            seterr(err, at, "%s has invalid throw-entry fields (want exactly kind, chunks, message, code)", where);
+            return -1;
+        }
+        int m = as_json_get(j, tok, "message"), c = as_json_get(j, tok, "code");
+        if (!nonempty_str(j, m)) {
+            seterr(err, (long)j->t[m].start, "%s message must be a non-empty string", where);
+            return -1;
+        }
+        if (!nonempty_str(j, c)) {
+            seterr(err, (long)j->t[c].start, "%s code must be a non-empty string", where);
+            return -1;
+        }
+        return read_chunks(j, as_json_get(j, tok, "chunks"), where, err);
+    }
+    if (kind >= 0 && as_json_streq(j, kind, "hang")) {
+        int rf = as_json_get(j, tok, "readyFile");
+        if (!exact_keys(j, tok, rf < 0 ? k_hang : k_hang_rf)) {
+            seterr(err, at, "%s has invalid hang-entry fields (want kind and optional readyFile)", where);
+            return -1;
+        }
+        if (rf >= 0 && !nonempty_str(j, rf)) {
+            seterr(err, (long)j->t[rf].start, "%s readyFile must be a non-empty string", where);
+            return -1;
+        }
+        return 0;
+    }
+    char repr[64];
+    short_repr(j, kind, repr, sizeof repr);
+    seterr(err, kind >= 0 ? (long)j->t[kind].start : at, "%s has unknown kind %s", where, repr);
+    return -1;
+}
+
+// Fills e from a validated entry: compact bytes, chunk spans, decoded fields.
+static void entry_fill(const as_json *src, int tok, as_replay_entry *e)
+{
+    memset(e, 0, sizeof *e);
+    as_buf b = {0};
+    compact(as_tok_p(src, tok), as_tok_len(src, tok), &b);
+    as_json j = {0};
+    if (as_json_parse(&j, b.p, b.n) != 0)   // cannot happen: the source was valid
+        as_die(AS_TROUBLE, "internal error: compacted entry does not parse");
+    int kind = as_json_get(&j, 0, "kind");
+    e->kind = as_json_streq(&j, kind, "chunks") ? AS_REPLAY_CHUNKS
+            : as_json_streq(&j, kind, "throw") ? AS_REPLAY_THROW : AS_REPLAY_HANG;
+    int arr = as_json_get(&j, 0, "chunks");
+    if (arr >= 0 && j.t[arr].count > 0) {
+        e->chunk = as_xmalloc(j.t[arr].count * sizeof *e->chunk);
+        for (int c = as_json_first(&j, arr); c >= 0; c = as_json_nextel(&j, c)) {
+            as_replay_chunk *k = &e->chunk[e->nchunks++];
+            k->off = j.t[c].start;
+            k->len = j.t[c].end - j.t[c].start;
+            k->type = (uint8_t)chunk_type_of(&j, as_json_get(&j, c, "type"));
+        }
+    }
+    if (e->kind == AS_REPLAY_THROW) {
+        e->message = decode_str(&j, as_json_get(&j, 0, "message"));
+        e->code = decode_str(&j, as_json_get(&j, 0, "code"));
+    }
+    int rf = as_json_get(&j, 0, "readyFile");
+    if (e->kind == AS_REPLAY_HANG && rf >= 0) e->ready_file = decode_str(&j, rf);
+    as_json_free(&j);
+    e->json = b.p;
+    e->len = b.n;
+}
+
+int as_replay_entry_parse(const char *s, size_t len, const char *where,
+                          as_replay_entry *e, as_replay_err *err)
+{
+    as_json j = {0};
+    int rc = -1;
+    if (as_json_parse(&j, s, len) != 0) {
+        seterr(err, (long)j.errpos, "invalid JSON: %s", j.err);
+    } else if (entry_check(&j, 0, where, err) == 0) {
+        entry_fill(&j, 0, e);
+        rc = 0;
+    }
+    as_json_free(&j);
+    return rc;
+}
+
+void as_replay_entry_free(as_replay_entry *e)
+{
+    free(e->json);
+    free(e->chunk);
+    free(e->message);
+    free(e->code);
+    free(e->ready_file);
+    memset(e, 0, sizeof *e);
+}
+
+void as_replay_script_push(as_replay_script *sc, as_replay_entry *e)
+{
+    if (sc->n == sc->cap) {
+        sc->cap = sc->cap ? 2 * sc->cap : 16;
+        sc->e = as_xrealloc(sc->e, sc->cap * sizeof *sc->e);
+    }
+    sc->e[sc->n++] = *e;
+    memset(e, 0, sizeof *e);
+}
+
+void as_replay_script_free(as_replay_script *sc)
+{
+    for (size_t i = 0; i < sc->n; i++) as_replay_entry_free(&sc->e[i]);
+    free(sc->e);
+    memset(sc, 0, sizeof *sc);
+}
+
+void as_replay_load(const char *path, as_replay_script *sc)
+{
+    as_in *in = as_in_open(path);
+    const char *line;
+    size_t len;
+    char where[48];
+    while (as_in_line(in, &line, &len)) {
+        as_replay_entry e;
+        as_replay_err err;
+        snprintf(where, sizeof where, "entry %zu", sc->n);
+        if (as_replay_entry_parse(line, len, where, &e, &err) != 0)
+            as_die_at(as_in_name(in), as_in_lineno(in), err.pos + 1, "%s", err.msg);
+        as_replay_script_push(sc, &e);
+    }
+    as_in_close(in);
+}
+
+// ---------------------------------------------------------------- overrides
+
+// at: a non-negative safe integer (JavaScript's Number.isSafeInteger; 2.0 and
+// 1e2 qualify, as they do in the reference).
+static int safe_index(const as_json *j, int tok, size_t *out)
+{
+    if (j->t[tok].type != AS_JNUM) return 0;
+    char tmp[64];
+    size_t n = as_tok_len(j, tok);
+    if (n >= sizeof tmp) return 0;
+    memcpy(tmp, as_tok_p(j, tok), n);
+    tmp[n] = 0;
+    double v = strtod(tmp, NULL);
+    if (!(v >= 0) || v > 9007199254740991.0 || floor(v) != v) return 0;
+    *out = (size_t)v;
+    return 1;
+}
+
+int as_replay_override_parse(const char *s, size_t n, as_replay_override *ov, as_replay_err *err)
+{
+    static const char *const k_doc[] = {"patches", NULL};
+    static const char *const k_patch[] = {"at", "entry", NULL};
+    memset(ov, 0, sizeof *ov);
+    as_json j = {0};
+    char where[64];
+    if (as_json_parse(&j, s ? s : "", n) != 0) {
+        seterr(err, (long)j.errpos, "invalid JSON: %s", j.err);
+        goto bad;
+    }
+    if (j.t[0].type == AS_JARR) {
+        ov->replace = 1;
+        size_t i = 0;
+        for (int t = as_json_first(&j, 0); t >= 0; t = as_json_nextel(&j, t), i++) {
+            snprintf(where, sizeof where, "entry %zu", i);
+            if (entry_check(&j, t, where, err) != 0) goto bad;
+            as_replay_entry e;
+            entry_fill(&j, t, &e);
+            as_replay_script_push(&ov->script, &e);
+        }
+    } else {
+        int arr = j.t[0].type == AS_JOBJ && exact_keys(&j, 0, k_doc) ? as_json_get(&j, 0, "patches") : -1;
+        if (arr < 0 || j.t[arr].type != AS_JARR) {
+            seterr(err, (long)j.t[arr < 0 ? 0 : arr].start,
+                   "document must be a ReplayEntry[] or { patches: [...] }");
+            goto bad;
+        }
+        ov->patch = as_xmalloc((j.t[arr].count ? j.t[arr].count : 1) * sizeof *ov->patch);
+        size_t i = 0;
+        for (int t = as_json_first(&j, arr); t >= 0; t = as_json_nextel(&j, t), i++) {
+            as_replay_patch *p = &ov->patch[ov->npatch];
+            pos_linecol(s, j.t[t].start, &p->line, &p->col);
+            if (j.t[t].type != AS_JOBJ || !exact_keys(&j, t, k_patch)) {
+                seterr(err, (long)j.t[t].start, "patch %zu must contain exactly at and entry", i);
+                goto bad;
+            }
+            int at = as_json_get(&j, t, "at");
+            if (!safe_index(&j, at, &p->at)) {
+                seterr(err, (long)j.t[at].start, "patch %zu at must be a non-negative safe integer", i);
+                goto bad;
+            }
+            snprintf(where, sizeof where, "patch %zu.entry", i);
+            int et = as_json_get(&j, t, "entry");
+            if (entry_check(&j, et, where, err) != 0) goto bad;
+            entry_fill(&j, et, &p->entry);
+            ov->npatch++;
+        }
+    }
+    as_json_free(&j);
+    return 0;
+bad:
+    as_json_free(&j);
+    as_replay_override_free(ov);
+    return -1;
+}
+
+void as_replay_override_load(const char *path, as_replay_override *ov)
+{
+    as_buf text = {0};
+    as_replay_err err;
+    as_read_file(path, &text);
+    if (as_replay_override_parse(text.p, text.n, ov, &err) != 0) {
+        long line, col;
+        pos_linecol(text.p, (size_t)(err.pos < 0 ? 0 : err.pos), &line, &col);
+        as_die_at(path, line, col, "%s", err.msg);
+    }
+    as_buf_free(&text);
+}
+
+void as_replay_override_free(as_replay_override *ov)
+{
+    as_replay_script_free(&ov->script);
+    for (size_t i = 0; i < ov->npatch; i++) as_replay_entry_free(&ov->patch[i].entry);
+    free(ov->patch);
+    memset(ov, 0, sizeof *ov);
+}
+
+// Checks the patches against a derived length n, in document order, as the
+// reference does: an index past n, then a repeated index. Dies on failure.
+void as_replay_patches_check(const as_replay_override *ov, const char *path, size_t n)
+{
+    for (size_t i = 0; i < ov->npatch; i++) {
+        const as_replay_patch *p = &ov->patch[i];
+        if (p->at > n)
+            as_die_at(path, p->line, p->col,
+                      "patch %zu: override patch index %zu out of range "
+                      "(derived script has %zu call(s); == length appends)", i, p->at, n);
+        for (size_t k = 0; k < i; k++)
+            if (ov->patch[k].at == p->at)
+                as_die_at(path, p->line, p->col, "patch %zu: duplicate override patch index %zu (as patch %zu)", i, p->at, k);
+    }
+}
+
+void as_replay_override_apply(as_replay_override *ov, const char *path, as_replay_script *sc)
+{
+    if (ov->replace) {
+        as_replay_script_free(sc);
+        *sc = ov->script;
+        memset(&ov->script, 0, sizeof ov->script);
+        return;
+    }
+    size_t n = sc->n;
+    as_replay_patches_check(ov, path, n);
+    for (size_t i = 0; i < ov->npatch; i++) {
+        as_replay_patch *p = &ov->patch[i];
+        if (p->at == n) {
+            as_replay_script_push(sc, &p->entry);
+        } else {
+            as_replay_entry_free(&sc->e[p->at]);
+            sc->e[p->at] = p->entry;
+            memset(&p->entry, 0, sizeof p->entry);
+        }
+    }
+}
+
+// ---------------------------------------------------------------- derivation
+
+int64_t as_replay_seed_length(const char *hdr, size_t len, const char *file)
+{
+    as_json j = {0};
+    int64_t v = 0;
+    if (as_json_parse(&j, hdr, len) == 0 && j.t[0].type == AS_JOBJ) {
+        int t = as_json_get(&j, 0, "seedLength");
+        if (t >= 0 && j.t[t].type == AS_JNUM && (!as_json_int(&j, t, &v) || v < 0))
+            as_die_at(file, 1, (long)j.t[t].start + 1, "seedLength must be a non-negative integer");
+    }
+    as_json_free(&j);
+    return v;
+}
+
+typedef struct {
+    as_buf chunks;      // the open call's entry so far: prefix, then its chunks comma-separated
+    size_t nchunks;
+    as_buf key;         // "<turn>/<step>" of the open call
+    long line;          // source line of its first chunk
+    as_buf entry;       // scratch for a rebuilt summary call
+    size_t emitted;
+    as_replay_emit_fn emit;
+    void *ctx;
+    const char *file;
+} deriver;
+
+// The reference's `${turn}/${step}`: strings decoded, other values as written,
+// an absent member "undefined".
+static void key_part(const as_json *j, int tok, as_buf *out)
+{
+    if (tok < 0) as_buf_puts(out, "undefined");
+    else if (j->t[tok].type == AS_JSTR) as_json_str(j, tok, out);
+    else as_buf_put(out, as_tok_p(j, tok), as_tok_len(j, tok));
+}
+
+static const char ENTRY_PREFIX[] = "{\"kind\":\"chunks\",\"chunks\":[";
+
+static void emit_entry(deriver *d, as_buf *b)
+{
+    d->emit(d->ctx, b->p, b->n);
+    d->emitted++;
+    as_buf_reset(b);
+}
+
+// Closes the open call: emits it, or dies when it did not end with a finish.
+// The entry is built in place (one copy of the call in memory).
+static void close_call(deriver *d, int finished)
+{
+    if (d->nchunks == 0) return;
+    if (!finished) as_die_at(d->file, d->line, 0, MSG_THROWN, d->key.p);
+    as_buf_puts(&d->chunks, "]}");
+    emit_entry(d, &d->chunks);
+    d->nchunks = 0;
+}
+
+// A compaction/summary marked llmStreamCall: one call rebuilt from rawOutput.
+static void summary_call(deriver *d, const as_event *ev, int data)
+{
+    const as_json *j = ev->j;
+    int raw = as_json_get(j, data, "rawOutput");
+    if (raw < 0)
+        as_die_at(d->file, ev->lineno, 0, "compaction/summary marks an LLM stream call without rawOutput");
+    if (j->t[raw].type != AS_JARR)
+        as_die_at(d->file, ev->lineno, 0, "compaction/summary rawOutput must be an array of blocks");
+    as_buf *b = &d->entry;
+    as_buf_puts(b, ENTRY_PREFIX);
+    int i = 0;
+    for (int blk = as_json_first(j, raw); blk >= 0; blk = as_json_nextel(j, blk), i++) {
+        // blockType: the block's type as written; absent (undefined) when the
+        // block has none, as JSON.stringify drops it.
+        int ty = j->t[blk].type == AS_JOBJ ? as_json_get(j, blk, "type") : -1;
+        as_buf_printf(b, "%s{\"type\":\"block-start\",\"index\":%d", i ? "," : "", i);
+        if (ty >= 0) {
+            as_buf_puts(b, ",\"blockType\":");
+            as_buf_put(b, as_tok_p(j, ty), as_tok_len(j, ty));
+        }
+        as_buf_printf(b, "},{\"type\":\"block-end\",\"index\":%d,\"block\":", i);
+        as_buf_put(b, as_tok_p(j, blk), as_tok_len(j, blk));
+        as_buf_putc(b, '}');
+    }
+    int usage = as_json_get(j, data, "usage");
+    if (usage >= 0) {
+        as_buf_puts(b, i ? "," : "");
+        as_buf_puts(b, "{\"type\":\"usage\",\"usage\":");
+        as_buf_put(b, as_tok_p(j, usage), as_tok_len(j, usage));
+        as_buf_putc(b, '}');
+        i++;
+    }
+    as_buf_puts(b, i ? "," : "");
+    as_buf_puts(b, "{\"type\":\"finish\",\"reason\":{\"kind\":\"stop\"}}]}");
+    emit_entry(d, b);
+}
+
+// The event's "type" is one of the two the derivation reads: 1 assistant/chunk,
+// 2 compaction/summary, 0 otherwise. Unescaped tags compare as raw bytes.
+static int event_kind(const as_event *ev)
+{
+    static const char chunk[] = "\"assistant/chunk\"", summary[] = "\"compaction/summary\"";
+    const as_json *j = ev->j;
+    int t = as_json_get(j, 0, "type");
+    if (t < 0 || j->t[t].type != AS_JSTR) return 0;
+    if (j->t[t].esc)
+        return as_json_streq(j, t, "assistant/chunk") ? 1 : as_json_streq(j, t, "compaction/summary") ? 2 : 0;
+    const char *p = as_tok_p(j, t);
+    size_t n = as_tok_len(j, t);
+    if (n == sizeof chunk - 1 && memcmp(p, chunk, n) == 0) return 1;
+    if (n == sizeof summary - 1 && memcmp(p, summary, n) == 0) return 2;
+    return 0;
+}
+
+size_t as_replay_derive(as_sess *s, int skip_seed, as_replay_emit_fn emit, void *ctx)
+{
+    deriver d = {.emit = emit, .ctx = ctx, .file = as_sess_name(s)};
+    int64_t skip = 0;
+    if (skip_seed) {
+        const char *hdr;
+        size_t hlen;
+        as_sess_header(s, &hdr, &hlen);
+        skip = as_replay_seed_length(hdr, hlen, d.file);
+    }
+    as_buf key = {0};
+    as_event ev;
+    while (as_sess_next(s, &ev)) {
+        if (skip > 0) { skip--; continue; }
+        int kind = event_kind(&ev);
+        if (kind == 0) continue;
+        int summary = kind == 2;
+        const as_json *j = ev.j;
+        int data = as_json_get(j, 0, "data");
+        if (data < 0 || j->t[data].type != AS_JOBJ)
+            as_die_at(d.file, ev.lineno, 0, "%s event without a data object",
+                      summary ? "compaction/summary" : "assistant/chunk");
+        if (summary) {
+            close_call(&d, 0);   // an open call here never saw its finish
+            int mark = as_json_get(j, data, "llmStreamCall");
+            if (mark >= 0 && j->t[mark].type == AS_JTRUE) summary_call(&d, &ev, data);
+            continue;
+        }
+        int chunk = as_json_get(j, data, "chunk");
+        if (chunk < 0 || j->t[chunk].type != AS_JOBJ)
+            as_die_at(d.file, ev.lineno, 0, "assistant/chunk event without a chunk object");
+        as_buf_reset(&key);
+        key_part(j, as_json_get(j, data, "turn"), &key);
+        as_buf_putc(&key, '/');
+        key_part(j, as_json_get(j, data, "step"), &key);
+        if (d.nchunks > 0 && (key.n != d.key.n || memcmp(key.p, d.key.p, key.n) != 0))
+            close_call(&d, 0);   // a finish closes its call at once, so this one is open
+        if (d.nchunks == 0) {
+            as_buf_reset(&d.key);
+            as_buf_put(&d.key, key.p, key.n);
+            d.line = ev.lineno;
+            as_buf_puts(&d.chunks, ENTRY_PREFIX);
+        } else {
+            as_buf_putc(&d.chunks, ',');
+        }
+        as_buf_put(&d.chunks, as_tok_p(j, chunk), as_tok_len(j, chunk));
+        d.nchunks++;
+        int ty = as_json_get(j, chunk, "type");
+        if (ty >= 0 && as_json_streq(j, ty, "finish")) close_call(&d, 1);
+    }
+    close_call(&d, 0);
+    size_t n = d.emitted;
+    as_buf_free(&key);
+    as_buf_free(&d.key);
+    as_buf_free(&d.chunks);
+    as_buf_free(&d.entry);
+    return n;
+}
+
+typedef struct { as_replay_script *sc; const char *file; } collect;
+
+static void push_derived(void *ctx, const char *json, size_t len)
+{
+    collect *c = ctx;
+    as_replay_entry e;
+    as_replay_err err;
+    char where[48];
+    snprintf(where, sizeof where, "derived call %zu", c->sc->n);
+    // The codec does not constrain chunk types; a chunk no replay can
+    // serve is reported here rather than at stream time.
+    if (as_replay_entry_parse(json, len, where, &e, &err) != 0)
+        as_die_at(c->file, 0, 0, "%s", err.msg);
+    as_replay_script_push(c->sc, &e);
+}
+
+void as_replay_from_session(const char *path, const char *override_path, int skip_seed,
+                            as_replay_script *sc)
+{
+    as_replay_override ov;
+    int have_ov = override_path != NULL;
+    if (have_ov) as_replay_override_load(override_path, &ov);
+    if (have_ov && ov.replace) {
+        as_replay_override_apply(&ov, override_path, sc);
+        as_replay_override_free(&ov);
+        return;
+    }
+    as_sess *s = as_sess_open(path);
+    collect c = {sc, as_sess_name(s)};
+    as_replay_derive(s, skip_seed, push_derived, &c);
+    as_sess_close(s);
+    if (have_ov) {
+        as_replay_override_apply(&ov, override_path, sc);
+        as_replay_override_free(&ov);
+    }
+}

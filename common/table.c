@@ -1,0 +1,544 @@
+// table.c - scenarios.jsonl and input.json readers with strict validation.
+#include "table.h"
+#include <stdlib.h>
+#include <string.h>
+
+long as_line_of(const char *s, size_t off)
+{
+    long line = 1;
+    for (const char *p = s, *e = s + off; (p = memchr(p, '\n', (size_t)(e - p))); p++) line++;
+    return line;
+}
+
+static void report(as_report_fn fn, void *ctx, const char *file, long line, as_buf *msg)
+{
+    if (!fn) as_die_at(file, line, 0, "%s", msg->p);
+    fn(ctx, file, line, msg->p);
+    as_buf_reset(msg);
+}
+
+// ------------------------------------------------------------------ the table
+
+enum { T_BOOL, T_STR, T_IDX, T_UINT, T_ENV };
+static const struct field {
+    const char *key; unsigned bit; int type;
+} fields[] = {
+    {"name", AS_F_NAME, T_STR},
+    {"hasModelTurn", AS_F_HASMODELTURN, T_BOOL},
+    {"recorded", AS_F_RECORDED, T_BOOL},
+    {"comparesLog", AS_F_COMPARESLOG, T_BOOL},
+    {"overridden", AS_F_OVERRIDDEN, T_BOOL},
+    {"pinsHeader", AS_F_PINSHEADER, T_BOOL},
+    {"headerClass", AS_F_HEADERCLASS, T_STR},
+    {"systemPromptSource", AS_F_PROMPTSRC, T_STR},
+    {"toolSchemasSource", AS_F_SCHEMASRC, T_STR},
+    {"pinsChildToolSchemas", AS_F_CHILDSCHEMAS, T_IDX},
+    {"pinsChildSystemPrompts", AS_F_CHILDPROMPTS, T_IDX},
+    {"expectedHeaderChanges", AS_F_HEADERCHANGES, T_UINT},
+    {"workspaceParent", AS_F_WORKSPACEPARENT, T_STR},
+    {"posixOnly", AS_F_POSIXONLY, T_BOOL},
+    {"pwshOnly", AS_F_PWSHONLY, T_BOOL},
+    {"env", AS_F_ENV, T_ENV},
+    {"configPath", AS_F_CONFIGPATH, T_STR},
+    {"prepareWorkspace", AS_F_PREPARE, T_BOOL},
+    {"pinsNativeWindowsStdout", AS_F_WINSTDOUT, T_BOOL},
+};
+#define NFIELDS (sizeof fields / sizeof fields[0])
+
+static const char *type_name(int t)
+{
+    switch (t) {
+    case T_BOOL: return "a boolean";
+    case T_STR: return "a non-empty string";
+    case T_IDX: return "an array of distinct child indices (integers from 1)";
+    case T_UINT: return "a non-negative integer";
+    default: return "an object of string values";
+    }
+}
+
+static char *tokstr(const as_json *j, int tok)
+{
+    as_buf b = {0};
+    as_json_str(j, tok, &b);
+    if (!b.p) as_buf_grow(&b, 1);
+    return b.p;
+}
+
+// Checks the value token v against type t; on success stores it in sc.
+static int take(const as_json *j, int v, const struct field *f, as_scenario *sc)
+{
+    const as_tok *t = &j->t[v];
+    switch (f->type) {
+    case T_BOOL: {
+        if (t->type != AS_JTRUE && t->type != AS_JFALSE) return 0;
+        int b = t->type == AS_JTRUE;
+        switch (f->bit) {
+        case AS_F_HASMODELTURN: sc->hasModelTurn = b; break;
+        case AS_F_RECORDED: sc->recorded = b; break;
+        case AS_F_COMPARESLOG: sc->comparesLog = b; break;
+        case AS_F_OVERRIDDEN: sc->overridden = b; break;
+        case AS_F_PINSHEADER: sc->pinsHeader = b; break;
+        case AS_F_POSIXONLY: sc->posixOnly = b; break;
+        case AS_F_PWSHONLY: sc->pwshOnly = b; break;
+        case AS_F_PREPARE: sc->prepareWorkspace = b; break;
+        case AS_F_WINSTDOUT: sc->pinsNativeWindowsStdout = b; break;
+        }
+        return 1;
+    }
+    case T_STR: {
+        if (t->type != AS_JSTR || t->end - t->start <= 2) return 0;
+        char **dst = f->bit == AS_F_NAME ? &sc->name
+                   : f->bit == AS_F_HEADERCLASS ? &sc->headerClass
+                   : f->bit == AS_F_PROMPTSRC ? &sc->systemPromptSource
+                   : f->bit == AS_F_SCHEMASRC ? &sc->toolSchemasSource
+                   : f->bit == AS_F_WORKSPACEPARENT ? &sc->workspaceParent
+                   : &sc->configPath;
+        *dst = tokstr(j, v);
+        return 1;
+    }
+    case T_UINT: {
+        int64_t n;
+        if (t->type != AS_JNUM || !as_json_int(j, v, &n) || n < 0) return 0;
+        sc->expectedHeaderChanges = n;
+        return 1;
+    }
+    case T_IDX: {
+        if (t->type != AS_JARR) return 0;
+        int *out = as_xmalloc((t->count ? t->count : 1) * sizeof *out);
+        size_t n = 0;
+        for (int e = as_json_first(j, v); e >= 0; e = as_json_nextel(j, e)) {
+            int64_t k;
+            int dup = 0;
+            if (j->t[e].type != AS_JNUM || !as_json_int(j, e, &k) || k < 1 || k > 1000000) { free(out); return 0; }
+            for (size_t i = 0; i < n; i++) dup |= out[i] == (int)k;
+            if (dup) { free(out); return 0; }
+            out[n++] = (int)k;
+        }
+        if (f->bit == AS_F_CHILDSCHEMAS) { sc->childSchemas = out; sc->nchildSchemas = n; }
+        else { sc->childPrompts = out; sc->nchildPrompts = n; }
+        return 1;
+    }
+    default: {
+        if (t->type != AS_JOBJ) return 0;
+        for (int k = as_json_firstkey(j, v); k >= 0; k = as_json_nextkey(j, k))
+            if (j->t[k + 1].type != AS_JSTR) return 0;
+        sc->envKeys = as_xmalloc((t->count ? t->count : 1) * sizeof(char *));
+        sc->envVals = as_xmalloc((t->count ? t->count : 1) * sizeof(char *));
+        for (int k = as_json_firstkey(j, v); k >= 0; k = as_json_nextkey(j, k)) {
+            sc->envKeys[sc->nenv] = tokstr(j, k);
+            sc->envVals[sc->nenv++] = tokstr(j, k + 1);
+        }
+        return 1;
+    }
+    }
+}
+
+static void scen_free(as_scenario *sc)
+{
+    free(sc->name); free(sc->headerClass); free(sc->systemPromptSource);
+    free(sc->toolSchemasSource); free(sc->workspaceParent); free(sc->configPath);
+    free(sc->childSchemas); free(sc->childPrompts);
+    for (size_t i = 0; i < sc->nenv; i++) { free(sc->envKeys[i]); free(sc->envVals[i]); }
+    free(sc->envKeys); free(sc->envVals);
+}
+
+static int name_ok(const char *s)
+{
+    return *s && strcmp(s, ".") && strcmp(s, "..") && !strchr(s, '/') && !strchr(s, '\\');
+}
+
+size_t as_table_load(const char *path, as_table *t, as_report_fn fn, void *ctx)
+{
+    memset(t, 0, sizeof *t);
+    t->path = as_xstrdup(path);
+    as_in *in = as_in_open(path);
+    as_json j = {0};
+    as_buf msg = {0};
+    size_t cap = 0, problems = 0;
+    const char *line;
+    size_t len;
+    while (as_in_line(in, &line, &len)) {
+        long ln = as_in_lineno(in);
+        size_t k = 0;
+        while (k < len && (line[k] == ' ' || line[k] == '\t')) k++;
+        if (k == len) continue;
+        if (as_json_parse(&j, line, len) < 0) as_json_die(&j, path, ln);
+        if (j.t[0].type != AS_JOBJ) as_die_at(path, ln, 0, "a scenario row must be a JSON object");
+        as_scenario sc = {0};
+        sc.line = ln;
+        sc.valid = 1;
+        for (int kt = as_json_firstkey(&j, 0); kt >= 0; kt = as_json_nextkey(&j, kt)) {
+            const struct field *f = NULL;
+            for (size_t i = 0; i < NFIELDS && !f; i++)
+                if (as_json_streq(&j, kt, fields[i].key)) f = &fields[i];
+            if (!f) {
+                as_buf_puts(&msg, "unknown field ");
+                as_buf_put(&msg, as_tok_p(&j, kt), as_tok_len(&j, kt));
+                as_buf_puts(&msg, "; see acpsnap-scenarios(5) for the fields");
+                report(fn, ctx, path, ln, &msg); problems++; sc.valid = 0;
+                continue;
+            }
+            if (sc.set & f->bit) {
+                as_buf_printf(&msg, "field \"%s\" appears twice; keep one", f->key);
+                report(fn, ctx, path, ln, &msg); problems++; sc.valid = 0;
+                continue;
+            }
+            if (!take(&j, kt + 1, f, &sc)) {
+                as_buf_printf(&msg, "field \"%s\" must be %s", f->key, type_name(f->type));
+                report(fn, ctx, path, ln, &msg); problems++; sc.valid = 0;
+                sc.set |= f->bit;   // present, though unusable: not "missing" too
+                continue;
+            }
+            sc.set |= f->bit;
+        }
+        if (sc.name && !name_ok(sc.name)) {
+            as_buf_printf(&msg, "scenario name \"%s\" is not a directory name", sc.name);
+            report(fn, ctx, path, ln, &msg); problems++;
+            free(sc.name); sc.name = NULL;
+        }
+        for (unsigned req = AS_F_NAME; req <= AS_F_RECORDED; req <<= 1) {
+            if (sc.set & req) continue;
+            const char *key = req == AS_F_NAME ? "name" : req == AS_F_HASMODELTURN ? "hasModelTurn" : "recorded";
+            as_buf_printf(&msg, "missing required field \"%s\"", key);
+            report(fn, ctx, path, ln, &msg); problems++; sc.valid = 0;
+        }
+        if (!sc.name) { scen_free(&sc); continue; }
+        if (as_table_find(t, sc.name)) {
+            as_buf_printf(&msg, "duplicate scenario name \"%s\" (first on line %ld); rename one",
+                          sc.name, as_table_find(t, sc.name)->line);
+            report(fn, ctx, path, ln, &msg); problems++;
+            scen_free(&sc);
+            continue;
+        }
+        if (!(sc.set & AS_F_COMPARESLOG)) sc.comparesLog = sc.hasModelTurn;
+        if (!sc.headerClass) sc.headerClass = as_xstrdup("default");
+        if (!sc.systemPromptSource) sc.systemPromptSource = as_xstrdup(sc.name);
+        if (!sc.toolSchemasSource) sc.toolSchemasSource = as_xstrdup(sc.name);
+        if (t->n == cap) { cap = cap ? 2 * cap : 64; t->v = as_xrealloc(t->v, cap * sizeof *t->v); }
+        t->v[t->n++] = sc;
+    }
+    as_in_close(in);
+    as_json_free(&j);
+    as_buf_free(&msg);
+    return problems;
+}
+
+const as_scenario *as_table_find(const as_table *t, const char *name)
+{
+    for (size_t i = 0; i < t->n; i++)
+        if (!strcmp(t->v[i].name, name)) return &t->v[i];
+    return NULL;
+}
+
+void as_table_free(as_table *t)
+{
+    for (size_t i = 0; i < t->n; i++) scen_free(&t->v[i]);
+    free(t->v);
+    free(t->path);
+    memset(t, 0, sizeof *t);
+}
+
+// ----------------------------------------------------------------- header pins
+
+static int find_idx(const as_table *t, const char *name)
+{
+    for (size_t i = 0; i < t->n; i++)
+        if (!strcmp(t->v[i].name, name)) return (int)i;
+    return -1;
+}
+
+// Resolves a pin's prompt or schema source; reports and returns -1 when unusable.
+static int resolve_source(const as_table *t, int pin, int prompt, as_report_fn fn, void *ctx, size_t *np, as_buf *msg)
+{
+    const as_scenario *p = &t->v[pin];
+    const char *field = prompt ? "systemPromptSource" : "toolSchemasSource";
+    const char *label = prompt ? "system prompt" : "tool schemas";
+    const char *file = prompt ? "system-prompt.expected.md" : "tool-schemas.expected.json";
+    const char *src = prompt ? p->systemPromptSource : p->toolSchemasSource;
+    int k = find_idx(t, src);
+    const as_scenario *q = k >= 0 ? &t->v[k] : NULL;
+    const char *qsrc = q ? (prompt ? q->systemPromptSource : q->toolSchemasSource) : NULL;
+    if (!strcmp(src, "<not-included>"))
+        as_buf_printf(msg, "%s: %s names \"<not-included>\", a pin left out of this tree, so the %s sidecar (%s) has no source here; add that scenario or name an included pin",
+                      p->name, field, label, file);
+    else if (!q)
+        as_buf_printf(msg, "%s: %s names unknown scenario \"%s\"; name a header-pinning scenario of the table", p->name, field, src);
+    else if (!q->pinsHeader)
+        as_buf_printf(msg, "%s: %s names \"%s\", which does not pin a header; name a header-pinning scenario", p->name, field, src);
+    else if (strcmp(qsrc, q->name))
+        as_buf_printf(msg, "%s: %s names \"%s\", which does not own its %s sidecar (it takes it from \"%s\"); name the owner", p->name, field, src, label, qsrc);
+    else if (q->expectedHeaderChanges != p->expectedHeaderChanges)
+        as_buf_printf(msg, "%s: %s names \"%s\", which declares %lld expected header changes, not %lld; shared sidecars need equal counts",
+                      p->name, field, src, (long long)q->expectedHeaderChanges, (long long)p->expectedHeaderChanges);
+    else
+        return k;
+    report(fn, ctx, t->path, p->line, msg);
+    (*np)++;
+    return -1;
+}
+
+size_t as_table_pins(const as_table *t, as_pinrole *roles, as_report_fn fn, void *ctx)
+{
+    size_t np = 0;
+    as_buf msg = {0};
+    for (size_t i = 0; i < t->n; i++) {
+        const as_scenario *s = &t->v[i];
+        roles[i] = (as_pinrole){-1, -1, -1, 0, 0};
+        if (s->pinsHeader) continue;
+        for (int w = 0; w < 2; w++) {
+            if (!(s->set & (w ? AS_F_SCHEMASRC : AS_F_PROMPTSRC))) continue;
+            as_buf_printf(&msg, "%s: %s is only valid on a header-pinning scenario; set pinsHeader or drop the field",
+                          s->name, w ? "toolSchemasSource" : "systemPromptSource");
+            report(fn, ctx, t->path, s->line, &msg); np++;
+        }
+    }
+    for (size_t i = 0; i < t->n; i++) {
+        const as_scenario *s = &t->v[i];
+        int first = 1;
+        for (size_t k = 0; k < i && first; k++) first = strcmp(t->v[k].headerClass, s->headerClass) != 0;
+        if (!first) continue;
+        int pin = -1;
+        for (size_t k = i; k < t->n; k++) {
+            if (strcmp(t->v[k].headerClass, s->headerClass) || !t->v[k].pinsHeader) continue;
+            if (pin < 0) { pin = (int)k; continue; }
+            as_buf_printf(&msg, "header class \"%s\" is pinned by both %s and %s; keep pinsHeader on one",
+                          s->headerClass, t->v[pin].name, t->v[k].name);
+            report(fn, ctx, t->path, t->v[k].line, &msg); np++;
+        }
+        if (pin < 0) {
+            as_buf_printf(&msg, "header class \"%s\" has no pin (needed by ", s->headerClass);
+            int any = 0;
+            for (size_t k = i; k < t->n; k++)
+                if (!strcmp(t->v[k].headerClass, s->headerClass)) { as_buf_printf(&msg, "%s%s", any ? ", " : "", t->v[k].name); any = 1; }
+            as_buf_puts(&msg, "); set pinsHeader on one of its scenarios or add its pinning scenario");
+            report(fn, ctx, t->path, s->line, &msg); np++;
+        }
+        for (size_t k = i; k < t->n; k++)
+            if (!strcmp(t->v[k].headerClass, s->headerClass)) roles[k].pin = pin;
+    }
+    for (size_t i = 0; i < t->n; i++) {
+        if (!t->v[i].pinsHeader || roles[i].pin != (int)i) continue;
+        roles[i].prompt_src = resolve_source(t, (int)i, 1, fn, ctx, &np, &msg);
+        roles[i].schema_src = resolve_source(t, (int)i, 0, fn, ctx, &np, &msg);
+        if (roles[i].prompt_src >= 0) roles[roles[i].prompt_src].owns_prompt = 1;
+        if (roles[i].schema_src >= 0) roles[roles[i].schema_src].owns_schemas = 1;
+    }
+    as_buf_free(&msg);
+    return np;
+}
+
+// ---------------------------------------------------------------- input.json
+
+static const char *const opnames[] = {
+    "?", "initialize", "newSession", "newSessionExpectError", "prompt", "promptContent",
+    "promptAndWaitForAgentMessage", "promptExpectError", "promptAndCancel", "waitForFile",
+    "waitForTurnStart", "waitForTurnEnd", "waitForSubagentTurnEnd", "waitForGoalPhase",
+    "waitForInboxMessage", "waitForTitleAfterTurnEnd", "waitForEventAfterTurnEnd", "cancel",
+};
+
+const char *as_op_name(as_op op)
+{
+    return (unsigned)op < sizeof opnames / sizeof *opnames ? opnames[op] : "?";
+}
+
+// Field kinds of step members.
+enum { K_STR = 1, K_POSINT, K_NNINT, K_STRARR, K_CONTENT, K_WAITFILE, K_PHASE };
+typedef struct { const char *key; int kind; int required; } stepfield;
+static const stepfield op_fields[][4] = {
+    [AS_OP_INITIALIZE] = {{0}},
+    [AS_OP_NEWSESSION] = {{0}},
+    [AS_OP_NEWSESSIONEXPECTERROR] = {{"additionalDirectories", K_STRARR, 0}},
+    [AS_OP_PROMPT] = {{"text", K_STR, 1}},
+    [AS_OP_PROMPTCONTENT] = {{"content", K_CONTENT, 1}},
+    [AS_OP_PROMPTANDWAITFORAGENTMESSAGE] = {{"text", K_STR, 1}, {"waitForText", K_STR, 1}},
+    [AS_OP_PROMPTEXPECTERROR] = {{"text", K_STR, 1}},
+    [AS_OP_PROMPTANDCANCEL] = {{"text", K_STR, 1}, {"waitForFile", K_WAITFILE, 0}},
+    [AS_OP_WAITFORFILE] = {{"path", K_STR, 1}, {"timeoutMs", K_POSINT, 0}},
+    [AS_OP_WAITFORTURNSTART] = {{"minimumTurn", K_POSINT, 0}, {"timeoutMs", K_POSINT, 0}},
+    [AS_OP_WAITFORTURNEND] = {{"timeoutMs", K_POSINT, 0}},
+    [AS_OP_WAITFORSUBAGENTTURNEND] = {{"child", K_POSINT, 0}, {"minimumTurn", K_POSINT, 0}, {"timeoutMs", K_POSINT, 0}},
+    [AS_OP_WAITFORGOALPHASE] = {{"phase", K_PHASE, 1}, {"timeoutMs", K_POSINT, 0}},
+    [AS_OP_WAITFORINBOXMESSAGE] = {{"text", K_STR, 1}, {"timeoutMs", K_POSINT, 0}},
+    [AS_OP_WAITFORTITLEAFTERTURNEND] = {{"timeoutMs", K_POSINT, 0}},
+    [AS_OP_WAITFOREVENTAFTERTURNEND] = {{"type", K_STR, 1}, {"timeoutMs", K_POSINT, 0}},
+    [AS_OP_CANCEL] = {{"waitForFile", K_WAITFILE, 0}},
+};
+
+static const char *kind_name(int k)
+{
+    switch (k) {
+    case K_STR: return "a string";
+    case K_POSINT: return "a positive integer";
+    case K_STRARR: return "an array of strings";
+    case K_CONTENT: return "an array of ACP content block objects (each with a string \"type\")";
+    case K_WAITFILE: return "an object {\"path\": string, \"timeoutMs\"?: positive integer}";
+    case K_PHASE: return "one of \"active\", \"paused\", \"blocked\", \"complete\"";
+    default: return "?";
+    }
+}
+
+static int posint(const as_json *j, int v)
+{
+    int64_t n;
+    return j->t[v].type == AS_JNUM && as_json_int(j, v, &n) && n > 0;
+}
+
+static int kind_ok(const as_json *j, int v, int kind)
+{
+    const as_tok *t = &j->t[v];
+    switch (kind) {
+    case K_STR: return t->type == AS_JSTR;
+    case K_POSINT: return posint(j, v);
+    case K_STRARR:
+        if (t->type != AS_JARR) return 0;
+        for (int e = as_json_first(j, v); e >= 0; e = as_json_nextel(j, e))
+            if (j->t[e].type != AS_JSTR) return 0;
+        return 1;
+    case K_CONTENT:
+        if (t->type != AS_JARR || t->count == 0) return 0;
+        for (int e = as_json_first(j, v); e >= 0; e = as_json_nextel(j, e)) {
+            int ty;
+            if (j->t[e].type != AS_JOBJ || (ty = as_json_get(j, e, "type")) < 0 || j->t[ty].type != AS_JSTR) return 0;
+        }
+        return 1;
+    case K_WAITFILE: {
+        if (t->type != AS_JOBJ) return 0;
+        int seen = 0;
+        for (int k = as_json_firstkey(j, v); k >= 0; k = as_json_nextkey(j, k)) {
+            if (as_json_streq(j, k, "path") && j->t[k + 1].type == AS_JSTR) seen = 1;
+            else if (!(as_json_streq(j, k, "timeoutMs") && posint(j, k + 1))) return 0;
+        }
+        return seen;
+    }
+    case K_PHASE:
+        return t->type == AS_JSTR && (as_json_streq(j, v, "active") || as_json_streq(j, v, "paused")
+               || as_json_streq(j, v, "blocked") || as_json_streq(j, v, "complete"));
+    }
+    return 0;
+}
+
+static void check_step(as_input *in, int st, size_t idx, as_report_fn fn, void *ctx, size_t *problems, as_buf *msg)
+{
+    const as_json *j = &in->j;
+    long ln = as_line_of(j->s, j->t[st].start);
+    as_step step = {AS_OP_UNKNOWN, st, ln};
+    if (j->t[st].type != AS_JOBJ) {
+        as_buf_printf(msg, "steps[%zu] must be an object with an \"op\"", idx);
+        report(fn, ctx, in->path, ln, msg); (*problems)++;
+        return;
+    }
+    int op = as_json_get(j, st, "op");
+    if (op < 0 || j->t[op].type != AS_JSTR) {
+        as_buf_printf(msg, "steps[%zu] has no string \"op\"", idx);
+        report(fn, ctx, in->path, ln, msg); (*problems)++;
+        return;
+    }
+    for (int o = AS_OP_INITIALIZE; o <= AS_OP_CANCEL; o++)
+        if (as_json_streq(j, op, opnames[o])) step.op = (as_op)o;
+    if (step.op == AS_OP_UNKNOWN) {
+        as_buf_printf(msg, "steps[%zu]: unknown op ", idx);
+        as_buf_put(msg, as_tok_p(j, op), as_tok_len(j, op) > 60 ? 60 : as_tok_len(j, op));
+        as_buf_puts(msg, "; see acpsnap-scenarios(5) for the ops");
+        report(fn, ctx, in->path, ln, msg); (*problems)++;
+        return;
+    }
+    const stepfield *sf = op_fields[step.op];
+    size_t before = *problems;
+    for (int k = as_json_firstkey(j, st); k >= 0; k = as_json_nextkey(j, k)) {
+        if (as_json_streq(j, k, "op")) continue;
+        const stepfield *f = NULL;
+        for (int i = 0; i < 4 && sf[i].key && !f; i++)
+            if (as_json_streq(j, k, sf[i].key)) f = &sf[i];
+        if (!f) {
+            as_buf_printf(msg, "steps[%zu] (%s): unknown field ", idx, opnames[step.op]);
+            as_buf_put(msg, as_tok_p(j, k), as_tok_len(j, k) > 60 ? 60 : as_tok_len(j, k));
+            report(fn, ctx, in->path, as_line_of(j->s, j->t[k].start), msg); (*problems)++;
+        } else if (!kind_ok(j, k + 1, f->kind)) {
+            as_buf_printf(msg, "steps[%zu] (%s): \"%s\" must be %s", idx, opnames[step.op], f->key, kind_name(f->kind));
+            report(fn, ctx, in->path, as_line_of(j->s, j->t[k].start), msg); (*problems)++;
+        }
+    }
+    for (int i = 0; i < 4 && sf[i].key; i++) {
+        if (!sf[i].required || as_json_get(j, st, sf[i].key) >= 0) continue;
+        as_buf_printf(msg, "steps[%zu] (%s): missing \"%s\"", idx, opnames[step.op], sf[i].key);
+        report(fn, ctx, in->path, ln, msg); (*problems)++;
+    }
+    if (*problems == before) in->steps[in->nsteps++] = step;
+}
+
+size_t as_input_load(const char *path, as_input *in, as_report_fn fn, void *ctx)
+{
+    memset(in, 0, sizeof *in);
+    in->path = as_xstrdup(path);
+    as_read_file(path, &in->src);
+    as_buf msg = {0};
+    size_t problems = 0;
+    if (as_json_parse(&in->j, in->src.p ? in->src.p : "", in->src.n) < 0) {
+        long ln = as_line_of(in->src.p, in->j.errpos);
+        as_buf_printf(&msg, "invalid JSON: %s", in->j.err);
+        report(fn, ctx, path, ln, &msg);
+        as_buf_free(&msg);
+        return 1;
+    }
+    const as_json *j = &in->j;
+    if (j->t[0].type != AS_JOBJ) {
+        as_buf_puts(&msg, "the script must be an object {\"steps\": [...]}");
+        report(fn, ctx, path, 1, &msg);
+        as_buf_free(&msg);
+        return 1;
+    }
+    int steps = -1, answers = -1;
+    for (int k = as_json_firstkey(j, 0); k >= 0; k = as_json_nextkey(j, k)) {
+        if (as_json_streq(j, k, "steps")) steps = k + 1;
+        else if (as_json_streq(j, k, "permissionAnswers")) answers = k + 1;
+        else {
+            as_buf_puts(&msg, "unknown top-level field ");
+            as_buf_put(&msg, as_tok_p(j, k), as_tok_len(j, k) > 60 ? 60 : as_tok_len(j, k));
+            as_buf_puts(&msg, "; the script has \"steps\" and \"permissionAnswers\"");
+            report(fn, ctx, path, as_line_of(j->s, j->t[k].start), &msg); problems++;
+        }
+    }
+    if (steps < 0 || j->t[steps].type != AS_JARR) {
+        as_buf_puts(&msg, steps < 0 ? "missing \"steps\"" : "\"steps\" must be an array");
+        report(fn, ctx, path, steps < 0 ? 1 : as_line_of(j->s, j->t[steps].start), &msg); problems++;
+    } else {
+        in->steps = as_xmalloc((j->t[steps].count + 1) * sizeof *in->steps);
+        size_t idx = 0;
+        for (int e = as_json_first(j, steps); e >= 0; e = as_json_nextel(j, e))
+            check_step(in, e, idx++, fn, ctx, &problems, &msg);
+    }
+    if (answers >= 0) {
+        int ok = j->t[answers].type == AS_JARR;
+        if (ok) {
+            in->answers = as_xmalloc((j->t[answers].count + 1) * sizeof(char *));
+            size_t idx = 0;
+            for (int e = as_json_first(j, answers); e >= 0; e = as_json_nextel(j, e), idx++) {
+                int kd = j->t[e].type == AS_JOBJ && j->t[e].count == 1 ? as_json_get(j, e, "kind") : -1;
+                if (kd < 0 || j->t[kd].type != AS_JSTR
+                    || !(as_json_streq(j, kd, "allow_once") || as_json_streq(j, kd, "allow_always")
+                         || as_json_streq(j, kd, "reject_once") || as_json_streq(j, kd, "reject_always"))) {
+                    as_buf_printf(&msg, "permissionAnswers[%zu] must be {\"kind\": \"allow_once\"|\"allow_always\"|\"reject_once\"|\"reject_always\"}", idx);
+                    report(fn, ctx, path, as_line_of(j->s, j->t[e].start), &msg); problems++;
+                    continue;
+                }
+                in->answers[in->nanswers++] = tokstr(j, kd);
+            }
+        } else {
+            as_buf_puts(&msg, "\"permissionAnswers\" must be an array");
+            report(fn, ctx, path, as_line_of(j->s, j->t[answers].start), &msg); problems++;
+        }
+    }
+    as_buf_free(&msg);
+    return problems;
+}
+
+void as_input_free(as_input *in)
+{
+    for (size_t i = 0; i < in->nanswers; i++) free(in->answers[i]);
+    free(in->answers);
+    free(in->steps);
+    as_json_free(&in->j);
+    as_buf_free(&in->src);
+    free(in->path);
+    memset(in, 0, sizeof *in);
+}

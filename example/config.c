@@ -1,0 +1,240 @@
+// config.c - settings: defaults < config file < snapshot overlay < env < command line.
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "agent.h"
+
+static const char DEFAULT_SYSTEM[] =
+    "You are a coding assistant working in {{cwd}}. You can run shell commands with "
+    "the bash tool and read and write files with read_file and write_file. Keep "
+    "answers brief and factual.";
+
+static void setstr(char **dst, const char *v) { free(*dst); *dst = v ? as_xstrdup(v) : NULL; }
+
+// Parses a non-negative decimal long; 0 on success.
+static int parse_long(const char *v, long *out) {
+    char *end; errno = 0;
+    if (!*v || !isdigit((unsigned char)*v)) return -1;
+    long n = strtol(v, &end, 10);
+    if (errno || *end) return -1;
+    *out = n; return 0;
+}
+
+// Unescapes \n, \t and \\ in a config value (for system_prompt).
+static char *unescape(const char *v) {
+    as_buf b = {0};
+    for (const char *p = v; *p; p++) {
+        if (*p == '\\' && p[1] == 'n') { as_buf_putc(&b, '\n'); p++; }
+        else if (*p == '\\' && p[1] == 't') { as_buf_putc(&b, '\t'); p++; }
+        else if (*p == '\\' && p[1] == '\\') { as_buf_putc(&b, '\\'); p++; }
+        else as_buf_putc(&b, *p);
+    }
+    if (!b.p) as_buf_puts(&b, "");
+    return b.p;
+}
+
+// Applies key = value; returns NULL or a static error message.
+static const char *apply(config *c, const char *k, const char *v) {
+    long n;
+    if (!strcmp(k, "mode")) {
+        if (!strcmp(v, "replay")) c->replay = 1;
+        else if (!strcmp(v, "live")) c->replay = 0;
+        else return "mode must be live or replay";
+    } else if (!strcmp(k, "replay_script")) setstr(&c->replay_script, v);
+    else if (!strcmp(k, "replay_override")) setstr(&c->replay_override, v);
+    else if (!strcmp(k, "sessions_root")) setstr(&c->sessions_root, v);
+    else if (!strcmp(k, "spill_root")) setstr(&c->spill_root, v);
+    else if (!strcmp(k, "persistence")) {
+        if (!strcmp(v, "zstd")) c->raw = 0;
+        else if (!strcmp(v, "raw")) c->raw = 1;
+        else return "persistence must be zstd or raw";
+    } else if (!strcmp(k, "base_url")) setstr(&c->base_url, v);
+    else if (!strcmp(k, "api_key")) setstr(&c->api_key, v);
+    else if (!strcmp(k, "model")) setstr(&c->model, v);
+    else if (!strcmp(k, "provider")) setstr(&c->provider, v);
+    else if (!strcmp(k, "thinking")) {
+        if (!strcmp(v, "enabled")) c->thinking = 1;
+        else if (!strcmp(v, "disabled")) c->thinking = 0;
+        else return "thinking must be enabled or disabled";
+    } else if (!strcmp(k, "permission")) {
+        if (!strcmp(v, "allow")) c->permission = PERM_ALLOW;
+        else if (!strcmp(v, "ask")) c->permission = PERM_ASK;
+        else if (!strcmp(v, "reject")) c->permission = PERM_REJECT;
+        else return "permission must be allow, ask or reject";
+    } else if (!strcmp(k, "system_prompt")) { free(c->system_prompt); c->system_prompt = unescape(v); }
+    else {
+        static const struct { const char *k; size_t off; long min; } nums[] = {
+            {"max_tokens", offsetof(config, max_tokens), 0},
+            {"max_steps", offsetof(config, max_steps), 1},
+            {"bash_timeout_ms", offsetof(config, bash_timeout_ms), 1},
+            {"output_cap", offsetof(config, output_cap), 1},
+            {"context_budget", offsetof(config, context_budget), 0},
+            {"request_timeout_ms", offsetof(config, request_timeout_ms), 1},
+            {"idle_timeout_ms", offsetof(config, idle_timeout_ms), 1},
+        };
+        for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++)
+            if (!strcmp(k, nums[i].k)) {
+                if (parse_long(v, &n) || n < nums[i].min)
+                    return nums[i].min ? "value must be a positive integer"
+                                       : "value must be a non-negative integer";
+                *(long *)((char *)c + nums[i].off) = n;
+                return NULL;
+            }
+        return "unknown key";
+    }
+    return NULL;
+}
+
+static void load_file(config *c, const char *path) {
+    FILE *f = fopen(path, "r");
+    if (!f) as_die(AS_TROUBLE, "unable to open config %s: %s", path, strerror(errno));
+    char *line = NULL; size_t cap = 0; ssize_t n; long lineno = 0;
+    while ((n = getline(&line, &cap, f)) >= 0) {
+        lineno++;
+        while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r')) line[--n] = 0;
+        char *p = line;
+        while (*p == ' ' || *p == '\t') p++;
+        if (!*p || *p == '#') continue;
+        char *eq = strchr(p, '=');
+        if (!eq) { free(line); fclose(f); as_die_at(path, lineno, 0, "expected key = value"); }
+        char *ke = eq;
+        while (ke > p && (ke[-1] == ' ' || ke[-1] == '\t')) ke--;
+        *ke = 0;
+        char *v = eq + 1;
+        while (*v == ' ' || *v == '\t') v++;
+        char *ve = v + strlen(v);
+        while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t')) ve--;
+        *ve = 0;
+        if (!*p) { free(line); fclose(f); as_die_at(path, lineno, 0, "missing key"); }
+        const char *err = apply(c, p, v);
+        if (err) {
+            char key[64]; snprintf(key, sizeof key, "%s", p);
+            free(line); fclose(f);
+            as_die_at(path, lineno, 0, "%s: %s", key, err);
+        }
+    }
+    free(line);
+    fclose(f);
+}
+
+static void env_apply(config *c, const char *env, const char *key) {
+    const char *v = getenv(env);
+    if (!v || !*v) return;
+    const char *err = apply(c, key, v);
+    if (err) as_die(AS_TROUBLE, "%s: %s", env, err);
+}
+
+void config_load(config *c, const char *path, const char *cli_replay) {
+    memset(c, 0, sizeof *c);
+    const char *tmp = getenv("TMPDIR");
+    as_buf spill = {0};
+    as_buf_printf(&spill, "%s/acpsnap-agent-spill", tmp && *tmp ? tmp : "/tmp");
+    c->spill_root = spill.p;
+    c->sessions_root = as_xstrdup("./.sessions");
+    c->base_url = as_xstrdup("https://api.deepseek.com");
+    c->model = as_xstrdup("deepseek-v4-flash");
+    c->provider = as_xstrdup("deepseek-official");
+    c->system_prompt = as_xstrdup(DEFAULT_SYSTEM);
+    c->thinking = 1;
+    c->max_steps = 25;
+    c->bash_timeout_ms = 60000;
+    c->output_cap = 30000;
+    c->request_timeout_ms = 600000;
+    c->idle_timeout_ms = 120000;
+
+    const char *snap = getenv("ACPSNAP_SNAPSHOT");
+    if (snap && *snap && strcmp(snap, "replay") && strcmp(snap, "record") && strcmp(snap, "live"))
+        as_die(AS_TROUBLE, "ACPSNAP_SNAPSHOT: must be replay, record or live");
+    int snap_replay = snap && !strcmp(snap, "replay");
+
+    if (!path) { const char *e = getenv("ACPSNAP_AGENT_CONFIG"); if (e && *e) path = e; }
+    if (path) {
+        load_file(c, path);
+        if (snap_replay) {
+            // X.conf → X.snapshot.conf beside it
+            as_buf ov = {0};
+            size_t n = strlen(path);
+            if (n > 5 && !strcmp(path + n - 5, ".conf")) {
+                as_buf_put(&ov, path, n - 5);
+                as_buf_puts(&ov, ".snapshot.conf");
+            } else {
+                as_buf_puts(&ov, path);
+                as_buf_puts(&ov, ".snapshot");
+            }
+            if (access(ov.p, F_OK) == 0) load_file(c, ov.p);
+            as_buf_free(&ov);
+        }
+    }
+    if (snap && *snap) c->replay = snap_replay;
+    env_apply(c, "ACPSNAP_REPLAY_SCRIPT", "replay_script");
+    env_apply(c, "ACPSNAP_REPLAY_OVERRIDE", "replay_override");
+    env_apply(c, "ACPSNAP_SESSIONS_ROOT", "sessions_root");
+    env_apply(c, "ACPSNAP_SPILL_ROOT", "spill_root");
+    env_apply(c, "ACPSNAP_PERSISTENCE", "persistence");
+    env_apply(c, "ACPSNAP_PERMISSION", "permission");
+    env_apply(c, "DEEPSEEK_BASE_URL", "base_url");
+    env_apply(c, "DEEPSEEK_MODEL", "model");
+    if (cli_replay) { c->replay = 1; setstr(&c->replay_script, cli_replay); }
+    const char *crash = getenv("ACPSNAP_AGENT_CRASH_AT_BATCH");
+    if (crash && *crash && parse_long(crash, &c->crash_at_batch))
+        as_die(AS_TROUBLE, "ACPSNAP_AGENT_CRASH_AT_BATCH: value must be a non-negative integer");
+
+    if (c->replay) {
+        // Replay is hermetic: never a key, never .env, never the network.
+        setstr(&c->api_key, NULL);
+        if (!c->replay_script)
+            as_die(AS_TROUBLE, "replay mode needs a replay script (replay_script, ACPSNAP_REPLAY_SCRIPT or --replay)");
+        return;
+    }
+    env_apply(c, "DEEPSEEK_API_KEY", "api_key");
+    if (!c->api_key) {
+        FILE *f = fopen(".env", "r");
+        if (f) {
+            char *line = NULL; size_t cap = 0; ssize_t n;
+            while ((n = getline(&line, &cap, f)) >= 0) {
+                while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r')) line[--n] = 0;
+                const char *p = line;
+                if (!strncmp(p, "export ", 7)) p += 7;
+                if (!strncmp(p, "DEEPSEEK_API_KEY=", 17)) {
+                    p += 17;
+                    size_t l = strlen(p);
+                    if (l >= 2 && (p[0] == '"' || p[0] == '\'') && p[l - 1] == p[0]) {
+                        char *k = as_xstrdup(p + 1); k[l - 2] = 0;
+                        setstr(&c->api_key, k); free(k);
+                    } else setstr(&c->api_key, p);
+                }
+            }
+            free(line);
+            fclose(f);
+        }
+    }
+}
+
+void config_print(const config *c, FILE *f) {
+    static const char *perm[] = {"allow", "ask", "reject"};
+    fprintf(f, "mode = %s\n", c->replay ? "replay" : "live");
+    if (c->replay_script) fprintf(f, "replay_script = %s\n", c->replay_script);
+    if (c->replay_override) fprintf(f, "replay_override = %s\n", c->replay_override);
+    fprintf(f, "sessions_root = %s\nspill_root = %s\npersistence = %s\n",
+            c->sessions_root, c->spill_root, c->raw ? "raw" : "zstd");
+    fprintf(f, "base_url = %s\napi_key = %s\nmodel = %s\nprovider = %s\nthinking = %s\n",
+            c->base_url, c->api_key ? "(set)" : "(none)", c->model, c->provider,
+            c->thinking ? "enabled" : "disabled");
+    fprintf(f, "max_tokens = %ld\nmax_steps = %ld\npermission = %s\nbash_timeout_ms = %ld\n"
+               "output_cap = %ld\ncontext_budget = %ld\nrequest_timeout_ms = %ld\nidle_timeout_ms = %ld\n",
+            c->max_tokens, c->max_steps, perm[c->permission], c->bash_timeout_ms, c->output_cap,
+            c->context_budget, c->request_timeout_ms, c->idle_timeout_ms);
+    as_buf b = {0};
+    as_jstr_write(&b, c->system_prompt, strlen(c->system_prompt));
+    fprintf(f, "system_prompt = %s\n", b.p);
+    as_buf_free(&b);
+}
+
+void config_free(config *c) {
+    free(c->replay_script); free(c->replay_override); free(c->sessions_root);
+    free(c->spill_root); free(c->base_url); free(c->api_key); free(c->model);
+    free(c->provider); free(c->system_prompt);
+    memset(c, 0, sizeof *c);
+}

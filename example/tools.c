@@ -1,0 +1,251 @@
+// tools.c - bash, read_file, write_file.
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "agent.h"
+
+#define P_BASH "{\"type\":\"object\",\"properties\":{\"command\":{\"type\":\"string\",\"description\":\"The bash command to run.\"},\"description\":{\"type\":\"string\",\"description\":\"What the command does, in a few words.\"}},\"required\":[\"command\"]}"
+#define P_READ "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\",\"description\":\"File to read, absolute or relative to the working directory.\"}},\"required\":[\"path\"]}"
+#define P_WRITE "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\",\"description\":\"File to write, absolute or relative to the working directory.\"},\"content\":{\"type\":\"string\",\"description\":\"The complete new content.\"}},\"required\":[\"path\",\"content\"]}"
+#define D_BASH "Run a command with bash -c in a fresh shell in the working directory and return its combined stdout and stderr. Long output is cut and the full output saved to a file whose path is given."
+#define D_READ "Read a UTF-8 text file and return its content."
+#define D_WRITE "Create or overwrite a file with the given content."
+
+static const char HEADER_TOOLS[] =
+    "[{\"name\":\"bash\",\"description\":\"" D_BASH "\",\"parameters\":" P_BASH "},"
+    "{\"name\":\"read_file\",\"description\":\"" D_READ "\",\"parameters\":" P_READ "},"
+    "{\"name\":\"write_file\",\"description\":\"" D_WRITE "\",\"parameters\":" P_WRITE "}]";
+static const char OPENAI_TOOLS[] =
+    "[{\"type\":\"function\",\"function\":{\"name\":\"bash\",\"description\":\"" D_BASH "\",\"parameters\":" P_BASH "}},"
+    "{\"type\":\"function\",\"function\":{\"name\":\"read_file\",\"description\":\"" D_READ "\",\"parameters\":" P_READ "}},"
+    "{\"type\":\"function\",\"function\":{\"name\":\"write_file\",\"description\":\"" D_WRITE "\",\"parameters\":" P_WRITE "}}]";
+
+const char *tools_header_json(void) { return HEADER_TOOLS; }
+const char *tools_openai_json(void) { return OPENAI_TOOLS; }
+int tool_known(const char *n) { return !strcmp(n, "bash") || !strcmp(n, "read_file") || !strcmp(n, "write_file"); }
+int tool_needs_permission(const char *n) { return !strcmp(n, "bash") || !strcmp(n, "write_file"); }
+
+// Appends s with invalid UTF-8 replaced by U+FFFD, so results are valid JSON text.
+static void put_utf8(as_buf *b, const char *s, size_t n) {
+    const unsigned char *p = (const unsigned char *)s, *e = p + n;
+    while (p < e) {
+        unsigned c = *p;
+        size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+        int ok = len && p + len <= e;
+        for (size_t i = 1; ok && i < len; i++) ok = (p[i] & 0xc0) == 0x80;
+        if (ok && len == 2) ok = c >= 0xc2;
+        if (ok && len == 3) {
+            unsigned cp = ((c & 15) << 12) | ((p[1] & 63) << 6) | (p[2] & 63);
+            ok = cp >= 0x800 && (cp < 0xd800 || cp > 0xdfff);
+        }
+        if (ok && len == 4) {
+            unsigned cp = ((c & 7) << 18) | ((p[1] & 63) << 12) | ((p[2] & 63) << 6) | (p[3] & 63);
+            ok = cp >= 0x10000 && cp <= 0x10ffff;
+        }
+        if (ok) { as_buf_put(b, p, len); p += len; }
+        else { as_buf_puts(b, "\xef\xbf\xbd"); p++; }
+    }
+}
+
+static char *resolve(const char *cwd, const char *path) {
+    as_buf b = {0};
+    if (path[0] == '/') as_buf_puts(&b, path);
+    else as_buf_printf(&b, "%s/%s", cwd, path);
+    return b.p;
+}
+
+static void result(tool_result *out, int is_error, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void result(tool_result *out, int is_error, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = NULL;
+    if (vasprintf(&s, fmt, ap) < 0) as_die_sys("allocate");
+    va_end(ap);
+    out->text = s;
+    out->is_error = is_error;
+}
+
+static void run_read(const char *cwd, const char *path, tool_result *out) {
+    char *full = resolve(cwd, path);
+    int fd = open(full, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) { result(out, 1, "error: unable to read %s: %s", path, strerror(errno)); free(full); return; }
+    as_buf data = {0}, txt = {0};
+    char tmp[65536];
+    ssize_t r;
+    while ((r = read(fd, tmp, sizeof tmp)) > 0 && data.n < (8u << 20)) as_buf_put(&data, tmp, (size_t)r);
+    int err = r < 0 ? errno : 0;
+    close(fd);
+    free(full);
+    if (err) { result(out, 1, "error: unable to read %s: %s", path, strerror(err)); as_buf_free(&data); return; }
+    put_utf8(&txt, data.p ? data.p : "", data.n);
+    if (!txt.p) as_buf_puts(&txt, "");
+    out->text = txt.p;
+    out->is_error = 0;
+    as_buf_free(&data);
+}
+
+static void run_write(const char *cwd, const char *path, const char *content, tool_result *out) {
+    char *full = resolve(cwd, path);
+    int fd = open(full, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    size_t n = strlen(content);
+    if (fd < 0) { result(out, 1, "error: unable to write %s: %s", path, strerror(errno)); free(full); return; }
+    const char *p = content;
+    size_t left = n;
+    while (left) {
+        ssize_t w = write(fd, p, left);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) { result(out, 1, "error: unable to write %s: %s", path, strerror(errno)); close(fd); free(full); return; }
+        p += w; left -= (size_t)w;
+    }
+    if (close(fd)) { result(out, 1, "error: unable to write %s: %s", path, strerror(errno)); free(full); return; }
+    free(full);
+    result(out, 0, "wrote %zu bytes to %s", n, path);
+}
+
+// Spills the full output to <spill_root>/session-<12 hex>/<12 hex>-bash.txt.
+static char *spill(const config *c, const char *session_id, const char *data, size_t n) {
+    char sid[13] = {0}, rnd[13];
+    for (size_t i = 0, k = 0; session_id[i] && k < 12; i++)
+        if (session_id[i] != '-') sid[k++] = session_id[i];
+    random_hex(rnd, 12);
+    as_buf dir = {0}, path = {0};
+    as_buf_printf(&dir, "%s/session-%s", c->spill_root, sid);
+    if (mkdir(c->spill_root, 0700) && errno != EEXIST) goto fail;
+    if (mkdir(dir.p, 0700) && errno != EEXIST) goto fail;
+    as_buf_printf(&path, "%s/%s-bash.txt", dir.p, rnd);
+    int fd = open(path.p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) goto fail;
+    for (size_t off = 0; off < n; ) {
+        ssize_t w = write(fd, data + off, n - off);
+        if (w <= 0) { close(fd); goto fail; }
+        off += (size_t)w;
+    }
+    close(fd);
+    as_buf_free(&dir);
+    return path.p;
+fail:
+    as_warn("unable to write spill file under %s: %s", c->spill_root, strerror(errno));
+    as_buf_free(&dir);
+    as_buf_free(&path);
+    return NULL;
+}
+
+static void run_bash(const config *c, const char *session_id, const char *cwd, const char *cmd,
+                     const _Atomic int *cancel, tool_result *out) {
+    int pfd[2];
+    if (pipe2(pfd, O_CLOEXEC)) { result(out, 1, "error: unable to create a pipe: %s", strerror(errno)); return; }
+    const char *home = getenv("HOME"), *tmp = getenv("TMPDIR");
+    as_buf eh = {0}, et = {0};
+    as_buf_printf(&eh, "HOME=%s", home && *home ? home : cwd);
+    as_buf_printf(&et, "TMPDIR=%s", tmp && *tmp ? tmp : "/tmp");
+    char *envp[] = {"PATH=/usr/local/bin:/usr/bin:/bin", eh.p, et.p, "LANG=C.UTF-8", "TERM=dumb", NULL};
+    char *argv[] = {"bash", "-c", (char *)cmd, NULL};
+    pid_t pid = fork();
+    if (pid < 0) {
+        result(out, 1, "error: unable to fork: %s", strerror(errno));
+        close(pfd[0]); close(pfd[1]); as_buf_free(&eh); as_buf_free(&et);
+        return;
+    }
+    if (pid == 0) {
+        setpgid(0, 0);
+        int nul = open("/dev/null", O_RDONLY);
+        if (nul >= 0) dup2(nul, 0);
+        dup2(pfd[1], 1);
+        dup2(pfd[1], 2);
+        if (chdir(cwd)) { dprintf(2, "bash tool: unable to enter %s: %s\n", cwd, strerror(errno)); _exit(126); }
+        execve("/bin/bash", argv, envp);
+        dprintf(2, "bash tool: unable to run /bin/bash: %s\n", strerror(errno));
+        _exit(127);
+    }
+    setpgid(pid, pid);
+    close(pfd[1]);
+    as_buf_free(&eh);
+    as_buf_free(&et);
+    fcntl(pfd[0], F_SETFL, O_NONBLOCK);
+
+    as_buf data = {0};
+    int64_t start = now_ms(), exited_at = 0;
+    int status = 0, reaped = 0, timed_out = 0, cancelled = 0, eof = 0;
+    const size_t hard_cap = 64u << 20;
+    // until bash is reaped and its output is drained (or given up on)
+    while (!eof || !reaped) {
+        struct pollfd pf = {pfd[0], POLLIN, 0};
+        int pr = poll(&pf, eof ? 0 : 1, eof ? 10 : 50);
+        if (pr > 0 && !eof) {
+            char buf[65536];
+            ssize_t r;
+            while ((r = read(pfd[0], buf, sizeof buf)) > 0)
+                if (data.n < hard_cap) as_buf_put(&data, buf, (size_t)r);
+            if (r == 0) eof = 1;
+        }
+        if (!reaped && waitpid(pid, &status, WNOHANG) == pid) { reaped = 1; exited_at = now_ms(); }
+        if (*cancel && !cancelled) { cancelled = 1; kill(-pid, SIGKILL); }
+        if (!cancelled && !timed_out && now_ms() - start > c->bash_timeout_ms) { timed_out = 1; kill(-pid, SIGKILL); }
+        // a background grandchild holding the pipe open: stop waiting soon after bash exits
+        if (reaped && !eof && now_ms() - exited_at > 200) { kill(-pid, SIGKILL); break; }
+        if ((cancelled || timed_out) && reaped && now_ms() - exited_at > 200) break;
+    }
+    close(pfd[0]);
+    if (!reaped) { kill(-pid, SIGKILL); waitpid(pid, &status, 0); }
+
+    as_buf text = {0};
+    size_t cap = (size_t)c->output_cap;
+    if (data.n > cap) {
+        char *sp = spill(c, session_id, data.p, data.n);
+        put_utf8(&text, data.p, cap);
+        as_buf_printf(&text, "\n\n(Omitted %zu bytes. Full output stored at: %s)", data.n - cap,
+                      sp ? sp : "(unavailable)");
+        free(sp);
+    } else {
+        put_utf8(&text, data.p ? data.p : "", data.n);
+    }
+    int is_error = 0;
+    if (cancelled) { as_buf_puts(&text, text.n ? "\n[cancelled]" : "[cancelled]"); is_error = 1; }
+    else if (timed_out) { as_buf_printf(&text, "%s[timed out after %ld ms]", text.n ? "\n" : "", c->bash_timeout_ms); is_error = 1; }
+    else if (WIFEXITED(status) && WEXITSTATUS(status) != 0)
+        as_buf_printf(&text, "%s[exit code: %d]", text.n ? "\n" : "", WEXITSTATUS(status));
+    else if (WIFSIGNALED(status))
+        as_buf_printf(&text, "%s[killed by signal %d]", text.n ? "\n" : "", WTERMSIG(status));
+    if (!text.p) as_buf_puts(&text, "");
+    out->text = text.p;
+    out->is_error = is_error;
+    as_buf_free(&data);
+}
+
+void tool_run(const config *c, const char *session_id, const char *cwd, const char *name,
+              const char *args, const _Atomic int *cancel, tool_result *out) {
+    as_json j = {0};
+    memset(out, 0, sizeof *out);
+    if (as_json_parse(&j, args, strlen(args)) || j.t[0].type != AS_JOBJ) {
+        result(out, 1, "error: the arguments of %s are not a JSON object", name);
+        as_json_free(&j);
+        return;
+    }
+    if (!strcmp(name, "bash")) {
+        char *cmd = json_getstr(&j, 0, "command");
+        if (!cmd) result(out, 1, "error: bash needs a string \"command\"");
+        else run_bash(c, session_id, cwd, cmd, cancel, out);
+        free(cmd);
+    } else if (!strcmp(name, "read_file")) {
+        char *p = json_getstr(&j, 0, "path");
+        if (!p) result(out, 1, "error: read_file needs a string \"path\"");
+        else run_read(cwd, p, out);
+        free(p);
+    } else if (!strcmp(name, "write_file")) {
+        char *p = json_getstr(&j, 0, "path"), *content = json_getstr(&j, 0, "content");
+        if (!p || !content) result(out, 1, "error: write_file needs string \"path\" and \"content\"");
+        else run_write(cwd, p, content, out);
+        free(p);
+        free(content);
+    } else {
+        result(out, 1, "error: unknown tool %s", name);
+    }
+    as_json_free(&j);
+}

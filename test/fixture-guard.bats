@@ -1,0 +1,452 @@
+#!/usr/bin/env bats
+# fixture-guard: mutation tests. Each copies the corpus' small replay suite,
+# breaks exactly one thing, and asserts the exact report and exit status 1.
+bats_require_minimum_version 1.5.0
+load helpers/common
+load helpers/guard
+
+setup() { guard_copy; }
+
+# guard_says MESSAGE...: fixture-guard s exits 1 printing exactly these lines.
+guard_says() {
+    run -1 --separate-stderr fixture-guard s
+    assert_output ''
+    local IFS=$'\n'
+    assert_equal "$stderr" "$*"
+}
+
+@test "an unbroken copy passes" {
+    run -0 --separate-stderr fixture-guard s
+    assert_output ''
+    assert_equal "$stderr" ''
+}
+
+@test "a trailing slash and several directories" {
+    cp -r s t
+    run -0 --separate-stderr fixture-guard s/ t
+    assert_equal "$stderr" ''
+}
+
+# ---------------------------------------------------------------- files
+
+@test "orphaned scenario directory" {
+    mkdir s/extra
+    guard_says 'fixture-guard: s/extra: orphaned scenario directory: no row of scenarios.jsonl names it; register it or delete it'
+}
+
+@test "missing scenario directory" {
+    rm -r s/no-model
+    guard_says 'fixture-guard: s/no-model: missing scenario directory for table row 4; create it (input.json, stdout.expected.jsonl, session.jsonl) or drop the row'
+}
+
+@test "missing input.json" {
+    rm s/no-model/input.json
+    guard_says 'fixture-guard: s/no-model/input.json: missing; every scenario needs its drive script'
+}
+
+@test "missing stdout.expected.jsonl" {
+    rm s/no-model/stdout.expected.jsonl
+    guard_says 'fixture-guard: s/no-model/stdout.expected.jsonl: missing; every scenario needs its expected stdout'
+}
+
+@test "missing session.jsonl" {
+    rm s/no-model/session.jsonl
+    guard_says 'fixture-guard: s/no-model/session.jsonl: missing; every scenario needs its session fixture (header-only when there is no model call)'
+}
+
+@test "an override the row does not declare" {
+    cp s/authored-error/replay.override.json s/no-model/
+    guard_says 'fixture-guard: s/no-model/replay.override.json: present but the row is not "overridden": true, and replay would apply it silently; set overridden or delete it'
+}
+
+@test "an overridden row without its override" {
+    rm s/authored-error/replay.override.json
+    guard_says 'fixture-guard: s/authored-error/replay.override.json: missing, but the row is "overridden": true; add the override or unset overridden'
+}
+
+@test "a child prompt sidecar the row does not declare" {
+    cp s/plain-turn/system-prompt.1.expected.md s/plain-turn/system-prompt.2.expected.md
+    guard_says 'fixture-guard: s/plain-turn/system-prompt.2.expected.md: stray child sidecar: pinsChildSystemPrompts does not declare child 2; declare it or delete the file'
+}
+
+@test "a child schema sidecar the row does not declare" {
+    cp s/plain-turn/tool-schemas.1.expected.json s/plain-turn/tool-schemas.2.expected.json
+    guard_says 'fixture-guard: s/plain-turn/tool-schemas.2.expected.json: stray child sidecar: pinsChildToolSchemas does not declare child 2; declare it or delete the file'
+}
+
+@test "a declared child schema sidecar is missing" {
+    rm s/plain-turn/tool-schemas.1.expected.json
+    guard_says 'fixture-guard: s/plain-turn/tool-schemas.1.expected.json: missing, but pinsChildToolSchemas declares child 1; record the scenario (or run sidecar-dedupe) to write it, or drop 1 from pinsChildToolSchemas'
+}
+
+@test "a declared child prompt sidecar is missing" {
+    rm s/plain-turn/system-prompt.1.expected.md
+    guard_says 'fixture-guard: s/plain-turn/system-prompt.1.expected.md: missing, but pinsChildSystemPrompts declares child 1; record the scenario (or run sidecar-dedupe) to write it, or drop 1 from pinsChildSystemPrompts'
+}
+
+@test "child fixtures with a gap" {
+    cp s/plain-turn/session.1.jsonl s/plain-turn/session.3.jsonl
+    guard_says 'fixture-guard: s/plain-turn/session.3.jsonl: child session fixtures must be contiguous: session.2.jsonl is missing; renumber the children'
+}
+
+@test "an invalid child fixture name" {
+    cp s/plain-turn/session.1.jsonl s/plain-turn/session.01.jsonl
+    guard_says 'fixture-guard: s/plain-turn/session.01.jsonl: invalid child session fixture name; children are session.1.jsonl, session.2.jsonl, ... (rename or delete it)'
+}
+
+@test "a Windows transcript the row does not declare" {
+    cp s/no-model/stdout.expected.jsonl s/no-model/stdout.expected.windows.jsonl
+    guard_says 'fixture-guard: s/no-model/stdout.expected.windows.jsonl: stray platform variant: the row does not set pinsNativeWindowsStdout; set it or delete the file'
+}
+
+@test "a declared Windows transcript is missing" {
+    table_set no-model '.pinsNativeWindowsStdout=true'
+    guard_says 'fixture-guard: s/no-model/stdout.expected.windows.jsonl: missing, but the row sets pinsNativeWindowsStdout; add the Windows transcript or unset it'
+}
+
+@test "an unknown platform variant" {
+    cp s/no-model/stdout.expected.jsonl s/no-model/stdout.expected.linux.jsonl
+    guard_says 'fixture-guard: s/no-model/stdout.expected.linux.jsonl: stray fixture file the harness does not read (not a fixture name the table declares); rename or delete it'
+}
+
+@test "workspace and other files are the scenario's business" {
+    mkdir -p s/no-model/workspace/sub
+    echo x > s/no-model/workspace/sub/session.9.jsonl
+    echo '{}' > s/no-model/notes.json
+    run -0 --separate-stderr fixture-guard s
+    assert_equal "$stderr" ''
+}
+
+# ---------------------------------------------------------------- contents
+
+@test "a stdout line that is not an object" {
+    echo '[1]' >> s/no-model/stdout.expected.jsonl
+    guard_says 'fixture-guard: s/no-model/stdout.expected.jsonl:2: not a JSON object; stdout.expected.jsonl holds one normalized ACP frame per line'
+}
+
+@test "a stdout line that is not JSON" {
+    echo '{' >> s/no-model/stdout.expected.jsonl
+    guard_says 'fixture-guard: s/no-model/stdout.expected.jsonl:2: invalid JSON at column 2: unexpected end of input; stdout.expected.jsonl holds one normalized ACP frame per line'
+}
+
+@test "a fixture that is not projected" {
+    sed -i '2s/^{"type":"request\/header",/{"type":"request\/header","seq":0,"time":5,/' s/plain-turn/session.jsonl
+    guard_says 'fixture-guard: s/plain-turn/session.jsonl:2: not projected: the record keeps its seq/time envelope; rewrite the fixture with jsonl-project'
+}
+
+@test "a fixture that is not canonically packed" {
+    cp "$CORPUS/acp-agent/snapshots/fs-read/session.jsonl" s/plain-turn/session.jsonl
+    run -0 fixture-guard s
+    unpack_row s/plain-turn/session.jsonl 12
+    guard_says 'fixture-guard: s/plain-turn/session.jsonl:12: not in the canonical packed layout from this line on; rewrite the fixture with jsonl-pack'
+}
+
+@test "a fixture line that is not JSON" {
+    echo '{"type":' >> s/plain-turn/session.1.jsonl
+    guard_says 'fixture-guard: s/plain-turn/session.1.jsonl:3: invalid JSON at column 9: unexpected end of input'
+}
+
+@test "a fixture without its final newline" {
+    printf %s "$(cat s/plain-turn/session.1.jsonl)" > s/plain-turn/session.1.jsonl
+    guard_says 'fixture-guard: s/plain-turn/session.1.jsonl:2: no final newline; end the last record with LF'
+}
+
+@test "a fixture whose first line is not a session header" {
+    sed -i '1s/"type":"session"/"type":"sessions"/' s/plain-turn/session.1.jsonl
+    guard_says 'fixture-guard: s/plain-turn/session.1.jsonl:1: line 1 is not a session header ({"type":"session",...}); a session fixture starts with one'
+}
+
+@test "an untokenized system prompt" {
+    sed -i '2s/"{{system}}"/"You are helpful"/' s/plain-turn/session.jsonl
+    guard_says "fixture-guard: s/plain-turn/session.jsonl:2: request header carries its system prompt; tokenize it as \"{{system}}\" (scrub --fixture) and keep the text in the pin's system-prompt.expected.md"
+}
+
+@test "untokenized tool schemas, on a pin too" {
+    sed -i '2s/"{{tools}}"/[]/' s/pin-turn/session.jsonl
+    guard_says "fixture-guard: s/pin-turn/session.jsonl:2: request header carries its tool schemas; tokenize them as \"{{tools}}\" (scrub --fixture) and keep them in the pin's tool-schemas.expected.json" \
+        "fixture-guard: s/pin-turn/session.jsonl:2: the pin's request header has no \"tools\": \"{{tools}}\" to restore its sidecar schemas into"
+}
+
+@test "untokenized prefix messages off a pin" {
+    sed -i '2s/"tools":"{{tools}}"/"tools":"{{tools}}","messages":[{"role":"user"}]/' s/plain-turn/session.jsonl
+    guard_says 'fixture-guard: s/plain-turn/session.jsonl:2: request header carries session prefix messages; tokenize each as "{{messagePrefix}}" (scrub --fixture)'
+}
+
+@test "a macOS /private cwd spelling" {
+    sed -i '1s/"{{cwd}}"/"\/private{{cwd}}"/' s/no-model/session.jsonl
+    guard_says 'fixture-guard: s/no-model/session.jsonl:1: non-canonical cwd token "/private{{cwd}}"; write "{{cwd}}"'
+}
+
+@test "a tool result that accepted an unknown tool" {
+    echo '{"type":"tool/result","data":{"message":{},"error":{"code":"UNKNOWN_TOOL"}}}' >> s/plain-turn/session.1.jsonl
+    guard_says 'fixture-guard: s/plain-turn/session.1.jsonl:3: tool result reports UNKNOWN_TOOL; a snapshot fixture must not accept an unregistered tool'
+}
+
+@test "a zstd-compressed fixture" {
+    zstd -q --rm s/plain-turn/session.1.jsonl -o s/plain-turn/x && mv s/plain-turn/x s/plain-turn/session.1.jsonl
+    guard_says 'fixture-guard: s/plain-turn/session.1.jsonl: zstd-compressed; committed session fixtures are plain JSONL (decompress it with jsonl-project)'
+}
+
+# ---------------------------------------------------------------- pins
+
+@test "two pins in one header class" {
+    table_set shared-pin '.headerClass="main"'
+    guard_says 'fixture-guard: s/scenarios.jsonl:2: header class "main" is pinned by both pin-turn and shared-pin; keep pinsHeader on one'
+}
+
+@test "a header class without a pin" {
+    table_set no-model '.headerClass="lonely"'
+    guard_says 'fixture-guard: s/scenarios.jsonl:4: header class "lonely" has no pin (needed by no-model); set pinsHeader on one of its scenarios or add its pinning scenario'
+}
+
+@test "a source left out of the tree" {
+    table_set shared-pin '.systemPromptSource="<not-included>"'
+    guard_says 'fixture-guard: s/scenarios.jsonl:2: shared-pin: systemPromptSource names "<not-included>", a pin left out of this tree, so the system prompt sidecar (system-prompt.expected.md) has no source here; add that scenario or name an included pin'
+}
+
+@test "an unknown source" {
+    table_set shared-pin '.toolSchemasSource="nope"'
+    guard_says 'fixture-guard: s/scenarios.jsonl:2: shared-pin: toolSchemasSource names unknown scenario "nope"; name a header-pinning scenario of the table'
+}
+
+@test "a source that is not a pin" {
+    table_set shared-pin '.toolSchemasSource="no-model"'
+    guard_says 'fixture-guard: s/scenarios.jsonl:2: shared-pin: toolSchemasSource names "no-model", which does not pin a header; name a header-pinning scenario'
+}
+
+@test "a source that does not own its sidecar" {
+    # a third pin that takes its prompt from shared-pin, which takes it from pin-turn
+    echo '{"name":"third","hasModelTurn":true,"recorded":true,"pinsHeader":true,"headerClass":"third","expectedHeaderChanges":1,"systemPromptSource":"shared-pin","toolSchemasSource":"pin-turn"}' >> s/scenarios.jsonl
+    cp -r s/shared-pin s/third
+    guard_says 'fixture-guard: s/scenarios.jsonl:7: third: systemPromptSource names "shared-pin", which does not own its system prompt sidecar (it takes it from "pin-turn"); name the owner'
+}
+
+@test "a source with a different header-change count" {
+    echo '{"name":"third","hasModelTurn":true,"recorded":true,"pinsHeader":true,"headerClass":"third","toolSchemasSource":"pin-turn","systemPromptSource":"pin-turn"}' >> s/scenarios.jsonl
+    cp -r s/no-model s/third
+    sed -n 2p s/pin-turn/session.jsonl >> s/third/session.jsonl
+    guard_says 'fixture-guard: s/scenarios.jsonl:7: third: systemPromptSource names "pin-turn", which declares 1 expected header changes, not 0; shared sidecars need equal counts' \
+        'fixture-guard: s/scenarios.jsonl:7: third: toolSchemasSource names "pin-turn", which declares 1 expected header changes, not 0; shared sidecars need equal counts'
+}
+
+@test "a source field off a pin" {
+    table_set no-model '.systemPromptSource="pin-turn"'
+    guard_says 'fixture-guard: s/scenarios.jsonl:4: no-model: systemPromptSource is only valid on a header-pinning scenario; set pinsHeader or drop the field'
+}
+
+@test "duplicate sidecar content" {
+    table_set shared-pin 'del(.systemPromptSource)'
+    cp s/pin-turn/system-prompt.expected.md s/shared-pin/
+    guard_says 'fixture-guard: s/shared-pin/system-prompt.expected.md: identical to s/pin-turn/system-prompt.expected.md; commit it once: name pin-turn as the systemPromptSource of the pins that use shared-pin, and delete this copy'
+}
+
+@test "a sidecar on a scenario that owns none" {
+    cp s/pin-turn/system-prompt.expected.md s/no-model/
+    guard_says "fixture-guard: s/no-model/system-prompt.expected.md: stray sidecar: no header pin takes its system prompt from no-model; delete it or name no-model as the class pin's systemPromptSource"
+}
+
+@test "an owner without its sidecar" {
+    rm s/pin-turn/tool-schemas.expected.json
+    guard_says "fixture-guard: s/pin-turn/tool-schemas.expected.json: missing, but pin-turn owns the tool-schema sidecar of a header pin; write it with sidecar-dedupe from the pin's raw capture"
+}
+
+@test "a schema sidecar not in canonical formatting" {
+    jq -c . s/pin-turn/tool-schemas.expected.json > x && mv x s/pin-turn/tool-schemas.expected.json
+    guard_says 'fixture-guard: s/pin-turn/tool-schemas.expected.json: is not in canonical JSON formatting (JSON.stringify with 2-space indent and a final newline); regenerate it with sidecar-dedupe'
+}
+
+@test "a prompt sidecar without its final newline" {
+    printf %s "$(cat s/pin-turn/system-prompt.expected.md)" > s/pin-turn/system-prompt.expected.md
+    guard_says 'fixture-guard: s/pin-turn/system-prompt.expected.md: no final newline; regenerate it with sidecar-dedupe'
+}
+
+@test "a prompt sidecar with too few sections" {
+    printf 'SYS PROMPT\n' > s/pin-turn/system-prompt.expected.md
+    guard_says 'fixture-guard: s/pin-turn/system-prompt.expected.md: holds 1 prompt sections, but pin-turn/session.jsonl has 2 request headers; regenerate it with sidecar-dedupe' \
+        'fixture-guard: s/pin-turn/system-prompt.expected.md: holds 1 prompt sections, but shared-pin/session.jsonl has 2 request headers; regenerate it with sidecar-dedupe'
+}
+
+@test "a pin whose header changes differ from the row" {
+    table_set pin-turn '.expectedHeaderChanges=0'
+    table_set shared-pin '.expectedHeaderChanges=0'
+    guard_says 'fixture-guard: s/pin-turn/session.jsonl: the pin carries 2 request headers; a pin carries 1 + expectedHeaderChanges = 1 (fix expectedHeaderChanges or the fixture)' \
+        'fixture-guard: s/pin-turn/session.jsonl: the pin carries 1 changed request headers (reason "change"), but the row declares expectedHeaderChanges = 0' \
+        'fixture-guard: s/shared-pin/session.jsonl: the pin carries 2 request headers; a pin carries 1 + expectedHeaderChanges = 1 (fix expectedHeaderChanges or the fixture)' \
+        'fixture-guard: s/shared-pin/session.jsonl: the pin carries 1 changed request headers (reason "change"), but the row declares expectedHeaderChanges = 0'
+}
+
+@test "a child prompt identical to its class pin" {
+    printf 'SYS PROMPT\n' > s/plain-turn/system-prompt.1.expected.md
+    guard_says "fixture-guard: s/plain-turn/system-prompt.1.expected.md: identical to its class pin's system prompt; drop 1 from pinsChildSystemPrompts and delete it"
+}
+
+@test "child schemas equal to the class pin's are allowed (dsh's record writes them)" {
+    cp s/pin-turn/tool-schemas.expected.json s/plain-turn/tool-schemas.1.expected.json
+    run -0 --separate-stderr fixture-guard s
+    assert_equal "$stderr" ''
+}
+
+@test "a child schema sidecar that pins nothing" {
+    printf '{\n  "initial": [],\n  "changes": []\n}\n' > s/plain-turn/tool-schemas.1.expected.json
+    guard_says 'fixture-guard: s/plain-turn/tool-schemas.1.expected.json: pins no schema ("initial" is empty); regenerate it with sidecar-dedupe'
+}
+
+@test "a child pin without its child fixture" {
+    table_set plain-turn '.pinsChildToolSchemas=[1,2]'
+    sed 's/"t1"/"t2"/' s/plain-turn/tool-schemas.1.expected.json > s/plain-turn/tool-schemas.2.expected.json
+    guard_says 'fixture-guard: s/plain-turn: pinsChildToolSchemas names child 2, but there is no session.2.jsonl; drop 2 from pinsChildToolSchemas'
+}
+
+# ---------------------------------------------------------------- the table
+
+@test "an unknown table field" {
+    table_set no-model '.colour="red"'
+    guard_says 'fixture-guard: s/scenarios.jsonl:4: unknown field "colour"; see acpsnap-scenarios(5) for the fields'
+}
+
+@test "a table field of the wrong type" {
+    table_set no-model '.recorded="no"'
+    guard_says 'fixture-guard: s/scenarios.jsonl:4: field "recorded" must be a boolean'
+}
+
+@test "child pins that are not indices" {
+    table_set plain-turn '.pinsChildToolSchemas=[0]'
+    guard_says 'fixture-guard: s/scenarios.jsonl:3: field "pinsChildToolSchemas" must be an array of distinct child indices (integers from 1)' \
+        "fixture-guard: s/plain-turn/tool-schemas.1.expected.json: stray child sidecar: pinsChildToolSchemas does not declare child 1; declare it or delete the file"
+}
+
+@test "a duplicate scenario name" {
+    head -1 s/scenarios.jsonl >> s/scenarios.jsonl
+    guard_says 'fixture-guard: s/scenarios.jsonl:7: duplicate scenario name "pin-turn" (first on line 1); rename one'
+}
+
+@test "a missing required field" {
+    table_set no-model 'del(.hasModelTurn)'
+    guard_says 'fixture-guard: s/scenarios.jsonl:4: missing required field "hasModelTurn"'
+}
+
+# ---------------------------------------------------------------- input.json
+
+@test "an unknown input op" {
+    echo '{"steps":[{"op":"initialize"},{"op":"dance"}]}' > s/no-model/input.json
+    guard_says 'fixture-guard: s/no-model/input.json:1: steps[1]: unknown op "dance"; see acpsnap-scenarios(5) for the ops'
+}
+
+@test "an op without its required field" {
+    echo '{"steps":[{"op":"prompt"}]}' > s/no-model/input.json
+    guard_says 'fixture-guard: s/no-model/input.json:1: steps[0] (prompt): missing "text"'
+}
+
+@test "an op with an unknown field" {
+    printf '{"steps":[\n{"op":"prompt","text":"x","colour":1}]}\n' > s/no-model/input.json
+    guard_says 'fixture-guard: s/no-model/input.json:2: steps[0] (prompt): unknown field "colour"'
+}
+
+@test "an op field of the wrong type" {
+    echo '{"steps":[{"op":"waitForTurnStart","minimumTurn":"2"}]}' > s/no-model/input.json
+    guard_says 'fixture-guard: s/no-model/input.json:1: steps[0] (waitForTurnStart): "minimumTurn" must be a positive integer'
+}
+
+@test "a bad permission answer" {
+    echo '{"steps":[],"permissionAnswers":[{"kind":"yes"}]}' > s/no-model/input.json
+    guard_says 'fixture-guard: s/no-model/input.json:1: permissionAnswers[0] must be {"kind": "allow_once"|"allow_always"|"reject_once"|"reject_always"}'
+}
+
+@test "an input.json that is not JSON" {
+    echo '{"steps":[' > s/no-model/input.json
+    guard_says 'fixture-guard: s/no-model/input.json:2: invalid JSON: unexpected end of input'
+}
+
+@test "every problem is reported, then exit 1" {
+    mkdir s/extra
+    rm s/no-model/input.json
+    echo '[1]' >> s/blocked-log/stdout.expected.jsonl
+    run -1 --separate-stderr fixture-guard s
+    assert_equal "$(echo "$stderr" | wc -l)" 3
+}
+
+# ---------------------------------------------------------------- trouble
+
+@test "trouble: no such directory" {
+    run -2 --separate-stderr fixture-guard nope
+    assert_equal "$stderr" 'fixture-guard: unable to open directory nope: No such file or directory'
+}
+
+@test "trouble: not a directory" {
+    run -2 --separate-stderr fixture-guard s/scenarios.jsonl
+    assert_equal "$stderr" 'fixture-guard: s/scenarios.jsonl: not a directory'
+}
+
+@test "trouble: no table" {
+    rm s/scenarios.jsonl
+    run -2 --separate-stderr fixture-guard s
+    assert_equal "$stderr" 'fixture-guard: unable to read the scenario table s/scenarios.jsonl: No such file or directory'
+}
+
+@test "trouble: a malformed table" {
+    echo '{' >> s/scenarios.jsonl
+    run -2 --separate-stderr fixture-guard s
+    assert_equal "$stderr" 'fixture-guard: s/scenarios.jsonl:7:2: invalid JSON: unexpected end of input'
+}
+
+@test "trouble: a table row that is not an object" {
+    echo '[]' >> s/scenarios.jsonl
+    run -2 --separate-stderr fixture-guard s
+    assert_equal "$stderr" 'fixture-guard: s/scenarios.jsonl:7: a scenario row must be a JSON object'
+}
+
+@test "trouble: usage" {
+    run -2 --separate-stderr fixture-guard
+    assert_equal "$stderr" 'usage: fixture-guard [--list] DIR...'
+    run -2 --separate-stderr fixture-guard --list --discover s
+    assert_equal "$stderr" 'usage: fixture-guard [--list] DIR...'
+}
+
+@test "--help and --version" {
+    run -0 fixture-guard --help
+    assert_line --index 0 'usage: fixture-guard [--list] DIR...'
+    run -0 fixture-guard --version
+    assert_output --regexp '^fixture-guard \(acpsnap\) [0-9.]+$'
+}
+
+# ---------------------------------------------------------------- --list
+
+@test "--list prints each scenario, its class and roles" {
+    run -0 --separate-stderr fixture-guard --list s
+    assert_equal "$output" "$(printf '%s\n' \
+        $'pin-turn\tmain\tpin,prompt-owner,schemas-owner,model,recorded,compares-log' \
+        $'shared-pin\tshared\tpin,model,recorded,compares-log' \
+        $'plain-turn\tmain\tmodel,recorded,compares-log,child-prompt-pin=1,child-schemas-pin=1' \
+        $'no-model\tmain\tno-model,authored' \
+        $'blocked-log\tmain\tno-model,authored,compares-log' \
+        $'authored-error\tmain\tmodel,authored,compares-log,overridden')"
+}
+
+# ---------------------------------------------------------------- --discover
+
+@test "--discover checks every session log under a tree" {
+    mkdir -p r/a/b r/c
+    cp "$CORPUS/acp-agent/snapshots/fs-read/session.jsonl" r/a/b/log.jsonl
+    cp "$CORPUS/acp-agent/raw/fs-read/session.jsonl" r/c/persisted.jsonl
+    echo '{"type":"other"}' > r/c/notes.jsonl
+    echo 'not json' > r/c/plain.jsonl
+    mkdir r/.git && cp r/c/persisted.jsonl r/.git/skipped.jsonl
+    run -1 --separate-stderr fixture-guard --discover r
+    assert_equal "$stderr" 'fixture-guard: r/c/persisted.jsonl:2: not projected: the record keeps its seq/time envelope; rewrite the fixture with jsonl-project'
+    rm r/c/persisted.jsonl
+    unpack_row r/a/b/log.jsonl 12
+    run -1 --separate-stderr fixture-guard --discover r
+    assert_equal "$stderr" 'fixture-guard: r/a/b/log.jsonl:12: not in the canonical packed layout from this line on; rewrite the fixture with jsonl-pack'
+}
+
+@test "--discover passes a canonical tree" {
+    run -0 --separate-stderr fixture-guard --discover s
+    assert_equal "$stderr" ''
+}
+
+@test "trouble: a packed row the codec cannot decode" {
+    cp "$CORPUS/acp-agent/snapshots/fs-read/session.jsonl" s/plain-turn/session.jsonl
+    sed -i '12s/"dt":\[0,/"dt":[/' s/plain-turn/session.jsonl
+    run -2 --separate-stderr fixture-guard s
+    assert_equal "$stderr" 'fixture-guard: s/plain-turn/session.jsonl:12: malformed reasoning-chunks row: dt length 27 does not match 29 members'
+}

@@ -91,6 +91,7 @@ as_out *as_out_atomic(const char *path, int zstd)
 
 void as_out_write(as_out *o, const void *p, size_t n)
 {
+    if (!n) return;
     if (o->n + n > OUTSZ) {
         flush(o);
         if (n > OUTSZ) {   // large write: straight through

@@ -35,7 +35,7 @@ static int is_session_log(const char *path) {
 
 int replay_init(const config *c) {
     if (is_session_log(c->replay_script))
-        as_replay_from_session(c->replay_script, c->replay_override, 0, &rp.sc);
+        as_replay_from_session(c->replay_script, c->replay_override, 1, &rp.sc);  // child logs skip their seed
     else {
         if (c->replay_override)
             as_die(AS_TROUBLE, "%s: replay_override applies only to a session log", c->replay_script);

@@ -6,7 +6,7 @@ export PATH="$PWD/bin:$PWD/example:$PATH"
 export BENCH_TMP="${BENCH_TMP:-$(mktemp -d /tmp/acpsnap-bench.XXXXXX)}"
 trap 'rm -rf "$BENCH_TMP"' EXIT
 for b in test/bench/[0-9a-z]*.sh; do
-    [ "$b" = test/bench/run.sh ] && continue
+    case $b in test/bench/run.sh|test/bench/lib.sh) continue ;; esac
     echo "== $(basename "$b" .sh)"
     bash "$b"
 done

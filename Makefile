@@ -32,12 +32,22 @@ AGENT_SRC := $(sort $(wildcard example/*.c))
 AGENT     := $(if $(AGENT_SRC),example/acpsnap-agent)
 UNIT_SRC  := $(sort $(wildcard test/unit/*.c))
 UNITS     := $(patsubst test/unit/%.c,$(BUILD)/test/%,$(UNIT_SRC))
-SCRIPTS   := $(filter-out %.c,$(wildcard bin/*))
+SCRIPTS   := $(wildcard bin/acpsnap-*)
 MAN1      := $(wildcard share/man/man1/*.1)
 MAN5      := $(wildcard share/man/man5/*.5)
 
-.PHONY: all deps check test unit install uninstall clean bench fuzz fuzz-smoke
+.PHONY: all deps check test unit install uninstall clean bench fuzz fuzz-smoke replay record refresh update
 all: $(TOOLS) $(AGENT) $(UNITS)
+
+# The snapshot pipelines over scenarios/ (share/acpsnap.mk): SCENARIO=<glob>,
+# -jN runs N scenarios at once. `make replay` is keyless and writes nothing.
+ACPSNAP_SNAPSHOTS := scenarios
+ACPSNAP_PROFILE   := scenarios/acpsnap-agent.profile
+ACPSNAP_BIN       := $(CURDIR)/bin
+include share/acpsnap.mk
+replay record refresh update: deps
+	@$(MAKE) --no-print-directory all
+	@$(_acpsnap) --mode $@ '$(SCENARIO)'
 
 # Tool binaries live beside their sources (bin/); the build flavour that made
 # them is recorded so a SANITIZE=1 check never tests a release binary.

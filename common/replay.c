@@ -609,6 +609,9 @@ void as_replay_from_session(const char *path, const char *override_path, int ski
         as_replay_override_free(&ov);
         return;
     }
+    if (!path)
+        as_die(AS_TROUBLE, "%s: a patches override needs the session log it patches",
+               override_path ? override_path : "replay");
     as_sess *s = as_sess_open(path);
     collect c = {sc, as_sess_name(s)};
     as_replay_derive(s, skip_seed, push_derived, &c);

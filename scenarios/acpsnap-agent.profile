@@ -1,0 +1,14 @@
+# acpsnap-profile(5) of the reference agent (example/acpsnap-agent).
+# Relative words in `command` are relative to this file's directory.
+command = ../example/acpsnap-agent
+# Logs land in <sessions root>/<sessionId>/session.jsonl[.zstd].
+harvest = */session.jsonl */session.jsonl.zstd
+# Replay: the script acp-drive derived from the fixture (and override).
+replay.env = ACPSNAP_REPLAY_SCRIPT=${ACPSNAP_REPLAY_SCRIPT}
+# Record: the live DeepSeek adapter, or a loopback replay-serve when the
+# pipeline provides one; raw persistence keeps the harvest line-readable.
+record.env = ACPSNAP_PERSISTENCE=raw
+record.env = DEEPSEEK_BASE_URL=${ACPSNAP_PROVIDER_URL:-${DEEPSEEK_BASE_URL:-https://api.deepseek.com}}
+record.env = DEEPSEEK_API_KEY=${ACPSNAP_PROVIDER_KEY:-${DEEPSEEK_API_KEY:-}}
+# A scenario's configPath (relative to the snapshots directory) is the config.
+env = ACPSNAP_AGENT_CONFIG=${ACPSNAP_CONFIG_PATH:-}

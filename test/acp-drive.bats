@@ -1,0 +1,211 @@
+#!/usr/bin/env bats
+# acp-drive: one scenario against an agent, through its profile.
+bats_require_minimum_version 1.5.0
+load helpers/common
+
+setup() {
+    cd "$BATS_TEST_TMPDIR"
+    export TMPDIR=$BATS_TEST_TMPDIR/tmp
+    mkdir -p "$TMPDIR" snap/s
+    printf 'command = %s\nharvest = */*/session.jsonl\n' "$ROOT/test/helpers/fake-agent" > fake.profile
+    printf '{"type":"session","id":"x","createdAt":0}\n' > snap/s/session.jsonl
+}
+
+input() { printf '%s\n' "$1" > snap/s/input.json; }
+# No temporary directory of the run survives it.
+no_leftovers() { [ -z "$(ls -A "$TMPDIR")" ] || { ls -la "$TMPDIR"; return 1; }; }
+
+@test "acp-drive: --help, --version and usage errors" {
+    run -0 acp-drive --help
+    assert_output --partial 'acp-drive -p PROFILE -o OUTDIR'
+    run -0 acp-drive --version
+    run -2 --separate-stderr acp-drive snap/s
+    assert_equal "${stderr%%$'\n'*}" 'acp-drive -p PROFILE -o OUTDIR [--record] [--timeout MS] [--rpc-timeout MS]'
+    run -2 --separate-stderr acp-drive -p fake.profile -o out nowhere
+    assert_equal "$stderr" 'acp-drive: nowhere: not a scenario directory'
+    run -2 --separate-stderr acp-drive -p fake.profile -o out --timeout 0 snap/s
+    assert_equal "$stderr" 'acp-drive: invalid --timeout: 0'
+}
+
+@test "acp-drive: drives the steps, tees stdout, harvests the log, writes run.json" {
+    input '{"steps":[{"op":"initialize"},{"op":"newSession"},{"op":"prompt","text":"hello"}]}'
+    run -0 --separate-stderr acp-drive -p fake.profile -o out snap/s
+    assert_equal "$stderr" ''
+    run -0 jq -c 'if .id != null then [.id, (.result|keys)] else .params.update.content.text end' out/stdout.raw.jsonl
+    assert_output '[0,["agentCapabilities","authMethods","protocolVersion"]]
+[1,["sessionId"]]
+"echo: hello"
+[2,["stopReason"]]'
+    run -0 jq -c '{scenario, mode, sessionId, sessionLogs, ctx: .normalizeContext.sessionIds, same: (.cwd == .normalizeContext.cwd and .cwdAliases == .normalizeContext.cwdAliases), exitCode, frames}' out/run.json
+    assert_output '{"scenario":"s","mode":"replay","sessionId":"11111111-2222-4333-8444-555555555555","sessionLogs":[{"id":"11111111-2222-4333-8444-555555555555","persistedPath":"proj/11111111-2222-4333-8444-555555555555/session.jsonl","file":"session.jsonl"}],"ctx":["11111111-2222-4333-8444-555555555555","11111111-2222-4333-8444-555555555555"],"same":true,"exitCode":0,"frames":4}'
+    cwd=$(jq -r .cwd out/run.json)
+    [[ $cwd == "$TMPDIR"/acp-snap-cwd-* ]]
+    run -0 jq -r .cwd out/session.jsonl
+    assert_output --partial "$cwd"
+    [ "$(jq -r .type out/session.jsonl | tr '\n' ' ')" = 'session turn/start turn/end ' ]
+    assert_equal "$(cat out/stderr.txt)" "fake-agent: started in $cwd"
+    no_leftovers
+}
+
+@test "acp-drive: the agent's environment, workspace seeds and the table row" {
+    mkdir -p snap/s/workspace/sub
+    printf 'seeded\n' > snap/s/workspace/sub/seed.txt
+    printf '%s\n' '{"name":"s","hasModelTurn":false,"recorded":false,"env":{"FAKE_SCENARIO_VAR":"from-table"}}' > snap/scenarios.jsonl
+    printf 'env = FAKE_PROFILE_VAR=${ACPSNAP_SCENARIO}:${NOPE:-dflt}\n' >> fake.profile
+    input '{"steps":[{"op":"initialize"},{"op":"newSession"},{"op":"prompt","text":"cat: sub/seed.txt"},{"op":"prompt","text":"env: FAKE_SCENARIO_VAR"},{"op":"prompt","text":"env: FAKE_PROFILE_VAR"},{"op":"prompt","text":"env: ACPSNAP_SNAPSHOT"},{"op":"prompt","text":"env: ACPSNAP_REPLAY_SCRIPT"}]}'
+    run -0 acp-drive -p fake.profile -o out snap/s
+    run -0 jq -r 'select(.method) | .params.update.content.text' out/stdout.raw.jsonl
+    assert_output "echo: seeded
+echo: from-table
+echo: s:dflt
+echo: replay
+echo: $BATS_TEST_TMPDIR/out/replay.jsonl"
+}
+
+@test "acp-drive: a scenario missing from its table is trouble" {
+    printf '%s\n' '{"name":"other","hasModelTurn":false,"recorded":false}' > snap/scenarios.jsonl
+    input '{"steps":[{"op":"initialize"}]}'
+    run -2 --separate-stderr acp-drive -p fake.profile -o out snap/s
+    assert_equal "$stderr" "acp-drive: $BATS_TEST_TMPDIR/snap/s/../scenarios.jsonl: scenario s is not in the table"
+    no_leftovers
+}
+
+@test "acp-drive: permission requests are answered FIFO by option kind" {
+    input '{"steps":[{"op":"initialize"},{"op":"newSession"},{"op":"prompt","text":"ask: a"},{"op":"prompt","text":"ask: b"},{"op":"prompt","text":"ask: c"}],"permissionAnswers":[{"kind":"reject_once"},{"kind":"allow_once"}]}'
+    run -0 acp-drive -p fake.profile -o out snap/s
+    run -0 jq -r 'select(.method == "session/update") | .params.update.content.text' out/stdout.raw.jsonl
+    assert_output $'permission: no-1\npermission: yes-1\npermission: cancelled'
+}
+
+@test "acp-drive: a scripted permission kind that is not offered fails the run" {
+    input '{"steps":[{"op":"initialize"},{"op":"newSession"},
+{"op":"prompt","text":"ask: a"},{"op":"prompt","text":"never"}],"permissionAnswers":[{"kind":"allow_always"}]}'
+    run -1 --separate-stderr acp-drive -p fake.profile -o out snap/s
+    assert_equal "${stderr%%$'\n'*}" 'acp-drive: snap/s/input.json:2: step 2 (prompt): scripted permission answer allow_always not among the offered options [allow_once, reject_once]'
+    run -0 jq -r 'select(.method == "session/update") | .params.update.content.text' out/stdout.raw.jsonl
+    assert_output 'permission: cancelled'
+    no_leftovers
+}
+
+@test "acp-drive: promptAndCancel behind a ready file, then a durable turn/end wait" {
+    input '{"steps":[{"op":"initialize"},{"op":"newSession"},{"op":"promptAndCancel","text":"hang: x","waitForFile":{"path":".ready"}},{"op":"waitForTurnEnd"},{"op":"prompt","text":"after"}]}'
+    run -0 acp-drive -p fake.profile -o out snap/s
+    run -0 jq -c 'select(.id == 2 or .id == 3) | .result' out/stdout.raw.jsonl
+    assert_output $'{"stopReason":"cancelled"}\n{"stopReason":"end_turn"}'
+    run -0 jq -c 'select(.type == "turn/end") | .data.reason' out/session.jsonl
+    assert_output $'"aborted"\n"completed"'
+}
+
+@test "acp-drive: promptAndCancel without a file waits for the durable turn/start" {
+    input '{"steps":[{"op":"initialize"},{"op":"newSession"},{"op":"promptAndCancel","text":"hang: y"},{"op":"waitForTurnEnd"}]}'
+    run -0 acp-drive -p fake.profile -o out snap/s
+    run -0 jq -c 'select(.id == 2) | .result' out/stdout.raw.jsonl
+    assert_output '{"stopReason":"cancelled"}'
+}
+
+@test "acp-drive: waits that time out name the step, the agent status and its stderr" {
+    input '{"steps":[{"op":"initialize"},{"op":"newSession"},
+  {"op":"waitForFile","path":"never-there","timeoutMs":100}]}'
+    run -1 --separate-stderr acp-drive -p fake.profile -o out snap/s
+    assert_equal "$stderr" "acp-drive: snap/s/input.json:2: step 2 (waitForFile): workspace file \"never-there\" did not appear within 100 ms
+acp-drive: s: agent killed by signal 9 (Killed)
+acp-drive: agent stderr:
+fake-agent: started in $(jq -r .cwd out/run.json)"
+    no_leftovers
+}
+
+@test "acp-drive: the default wait timeout is --timeout" {
+    input '{"steps":[{"op":"initialize"},{"op":"newSession"},{"op":"waitForTurnStart","minimumTurn":2}]}'
+    run -1 --separate-stderr acp-drive -p fake.profile -o out --timeout 150 snap/s
+    assert_equal "${stderr%%$'\n'*}" 'acp-drive: snap/s/input.json:1: step 2 (waitForTurnStart): the session did not persist turn/start at or beyond turn 2 within 150 ms'
+}
+
+@test "acp-drive: expected errors, and unexpected ones" {
+    input '{"steps":[{"op":"initialize"},{"op":"newSessionExpectError","additionalDirectories":["/x"]},{"op":"newSession"},{"op":"promptExpectError","text":"fail: now"}]}'
+    run -0 acp-drive -p fake.profile -o out snap/s
+    input '{"steps":[{"op":"initialize"},{"op":"newSession"},{"op":"prompt","text":"fail: now"}]}'
+    run -1 --separate-stderr acp-drive -p fake.profile -o out snap/s
+    assert_equal "${stderr%%$'\n'*}" 'acp-drive: snap/s/input.json:1: step 2 (prompt): session/prompt failed: model exploded'
+    input '{"steps":[{"op":"initialize"},{"op":"newSession"},{"op":"promptExpectError","text":"fine"}]}'
+    run -1 --separate-stderr acp-drive -p fake.profile -o out snap/s
+    assert_equal "${stderr%%$'\n'*}" 'acp-drive: snap/s/input.json:1: step 2 (promptExpectError): expected the prompt to fail but it succeeded'
+    input '{"steps":[{"op":"initialize"},{"op":"prompt","text":"x"}]}'
+    run -1 --separate-stderr acp-drive -p fake.profile -o out snap/s
+    assert_equal "${stderr%%$'\n'*}" 'acp-drive: snap/s/input.json:1: step 1 (prompt): prompt before newSession'
+}
+
+@test "acp-drive: an agent that crashes mid-run" {
+    input '{"steps":[{"op":"initialize"},{"op":"newSession"}]}'
+    FAKE_CRASH=1 run -1 --separate-stderr acp-drive -p fake.profile -o out snap/s
+    assert_equal "$stderr" "acp-drive: snap/s/input.json:1: step 1 (newSession): the agent exited before answering session/new
+acp-drive: s: agent exit status 3
+acp-drive: agent stderr:
+fake-agent: started in $(jq -r .cwd out/run.json)
+fake-agent: crashing on purpose"
+    no_leftovers
+}
+
+@test "acp-drive: an agent that fails at shutdown, and one that does not exit" {
+    input '{"steps":[{"op":"initialize"}]}'
+    FAKE_EXIT=3 run -1 --separate-stderr acp-drive -p fake.profile -o out snap/s
+    assert_equal "${stderr%%$'\n'*}" 'acp-drive: s: the agent failed at shutdown: exit status 3'
+    FAKE_NOEXIT=1 run -1 --separate-stderr acp-drive -p fake.profile -o out --exit-timeout 200 snap/s
+    assert_equal "${stderr%%$'\n'*}" 'acp-drive: snap/s/input.json:1: step 0 (initialize): the agent did not exit within 200 ms of stdin closing (killed)'
+    no_leftovers
+}
+
+@test "acp-drive: harvests every log, primary first, children after" {
+    input '{"steps":[{"op":"initialize"},{"op":"newSession"},{"op":"prompt","text":"child: go"},{"op":"waitForSubagentTurnEnd","child":1,"timeoutMs":200}]}'
+    # the fake child has no request/header after a descriptor: the wait must time out
+    run -1 --separate-stderr acp-drive -p fake.profile -o out snap/s
+    assert_equal "${stderr%%$'\n'*}" 'acp-drive: snap/s/input.json:1: step 3 (waitForSubagentTurnEnd): subagent child #1 did not persist closed turn 1 within 200 ms'
+    input '{"steps":[{"op":"initialize"},{"op":"newSession"},{"op":"prompt","text":"child: go"}]}'
+    run -0 acp-drive -p fake.profile -o out snap/s
+    assert_equal "$(head -1 out/session.jsonl | jq -r .id)" 11111111-2222-4333-8444-555555555555
+    assert_equal "$(head -1 out/session.1.jsonl | jq -r .id)" child-1
+    run -0 jq -c '[.sessionLogs[].file, .normalizeContext.sessionIds]' out/run.json
+    assert_output '["session.jsonl","session.1.jsonl",["11111111-2222-4333-8444-555555555555","11111111-2222-4333-8444-555555555555","child-1"]]'
+}
+
+@test "acp-drive: profile errors" {
+    input '{"steps":[{"op":"initialize"}]}'
+    printf 'command = x\nbogus = 1\n' > bad.profile
+    run -2 --separate-stderr acp-drive -p bad.profile -o out snap/s
+    assert_equal "$stderr" 'acp-drive: bad.profile:2: unknown key "bogus"'
+    printf 'env = X=${UNSET_FOR_SURE}\ncommand = x\n' > bad.profile
+    run -2 --separate-stderr acp-drive -p bad.profile -o out snap/s
+    assert_equal "$stderr" 'acp-drive: bad.profile:1: unknown variable ${UNSET_FOR_SURE}'
+    printf 'harvest = *\n' > bad.profile
+    run -2 --separate-stderr acp-drive -p bad.profile -o out snap/s
+    assert_equal "$stderr" 'acp-drive: bad.profile: no command'
+    printf 'command = ./no-such-agent\n' > bad.profile
+    run -2 --separate-stderr acp-drive -p bad.profile -o out snap/s
+    assert_equal "$stderr" "acp-drive: bad.profile: unable to run $BATS_TEST_TMPDIR/./no-such-agent: No such file or directory"
+    no_leftovers
+}
+
+@test "acp-drive: input.json problems and a missing fixture are trouble" {
+    input '{"steps":[{"op":"fly"}]}'
+    run -2 --separate-stderr acp-drive -p fake.profile -o out snap/s
+    assert_regex "$stderr" '^acp-drive: snap/s/input.json:1: steps\[0\]'
+    input '{"steps":[{"op":"initialize"}]}'
+    rm snap/s/session.jsonl
+    run -2 --separate-stderr acp-drive -p fake.profile -o out snap/s
+    assert_equal "$stderr" "acp-drive: $BATS_TEST_TMPDIR/snap/s/session.jsonl: missing fixture"
+    # record mode needs no fixture
+    run -0 acp-drive --record -p fake.profile -o out snap/s
+    no_leftovers
+}
+
+@test "acp-drive: the reference agent, zstd logs read as they grow" {
+    [ -x "$ROOT/example/acpsnap-agent" ] || skip "the reference agent is not built"
+    printf '%s\n' '{"kind":"hang","readyFile":".ready"}' > script.jsonl
+    printf 'command = %s\nharvest = */session.jsonl.zstd\nenv = ACPSNAP_SNAPSHOT=replay\nenv = ACPSNAP_REPLAY_SCRIPT=%s\n' \
+        "$ROOT/example/acpsnap-agent" "$BATS_TEST_TMPDIR/script.jsonl" > agent.profile
+    input '{"steps":[{"op":"initialize"},{"op":"newSession"},{"op":"promptAndCancel","text":"go"},{"op":"waitForTurnEnd"}]}'
+    run -0 --separate-stderr acp-drive -p agent.profile -o out snap/s
+    run -0 jq -c 'select(.id == 2) | .result' out/stdout.raw.jsonl
+    assert_output '{"stopReason":"cancelled"}'
+    run -0 jq -r 'select(.type == "turn/end") | .data.reason.kind' out/session.jsonl
+    assert_output aborted
+}

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Per-scenario cost of a replay: acp-drive alone and the whole pipeline
+# (acp-drive + scrub + compare), medians of 5 runs, peak RSS of acp-drive.
+# Uses scenarios/ when it has a table, else a small tree recorded here
+# through replay-serve. Prints figures; asserts nothing.
+set -euo pipefail
+root=$PWD
+tmp=${BENCH_TMP:-$(mktemp -d)}/replay
+mkdir -p "$tmp"
+export TMPDIR=$tmp/t
+mkdir -p "$TMPDIR"
+[ -x example/acpsnap-agent ] || { echo "replay: the reference agent is not built; skipped"; exit 0; }
+median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+now() { date +%s%N; }
+
+if [ -r scenarios/scenarios.jsonl ]; then
+    snap=$root/scenarios
+    profile=$root/scenarios/acpsnap-agent.profile
+else
+    snap=$tmp/snap
+    mkdir -p "$snap"
+    cp example/acpsnap-agent "$tmp/agent"
+    sed "s|^command = .*|command = $tmp/agent|" scenarios/acpsnap-agent.profile > "$snap/agent.profile"
+    profile=$snap/agent.profile
+    : > "$snap/scenarios.jsonl"
+    for i in 1 2 3 4 5 6; do
+        n=turn-$i
+        mkdir -p "$snap/$n"
+        pin=false; [ $i = 1 ] && pin=true
+        printf '{"name":"%s","hasModelTurn":true,"recorded":true,"pinsHeader":%s}\n' "$n" "$pin" >> "$snap/scenarios.jsonl"
+        printf '{"steps":[{"op":"initialize"},{"op":"newSession"},{"op":"prompt","text":"Run echo %s, then say DONE."}]}\n' "$i" > "$snap/$n/input.json"
+        jq -cn --arg c "echo $i" '{kind:"chunks",chunks:([{type:"block-start",index:0,blockType:"reasoning"}]
+          + [range(40) | {type:"reasoning-delta",index:0,text:" thinking"}]
+          + [{type:"block-start",index:1,blockType:"tool-call"},
+             {type:"tool-call-delta",index:1,id:"call_1",name:"bash",argumentsDelta:""},
+             {type:"tool-call-delta",index:1,id:"call_1",name:"bash",argumentsDelta:({command:$c}|tojson)},
+             {type:"finish",reason:{kind:"tool-calls"}}])}' > "$snap/$n/provider.jsonl"
+        jq -cn '{kind:"chunks",chunks:([{type:"block-start",index:0,blockType:"text"}]
+          + [range(20) | {type:"text-delta",index:0,text:"DONE "}] + [{type:"finish",reason:{kind:"stop"}}])}' >> "$snap/$n/provider.jsonl"
+    done
+    ACPSNAP_PROVIDER=replay-serve bin/acpsnap-record -d "$snap" > "$tmp/record.out" 2>&1 || { cat "$tmp/record.out"; exit 1; }
+fi
+names=$(bin/acpsnap-replay -d "$snap" -p "$profile" --list)
+count=$(wc -l <<<"$names")
+echo "replay: $count scenarios from $snap"
+
+# acp-drive alone, per scenario
+drive_ms=() rss=()
+for n in $names; do
+    t=()
+    for k in 1 2 3 4 5; do
+        t0=$(now)
+        /usr/bin/time -f %M -o "$tmp/rss" bin/acp-drive -p "$profile" -o "$tmp/out" "$snap/$n" 2>/dev/null || true
+        t+=($(( ($(now) - t0) / 1000 )))
+        rss+=("$(cat "$tmp/rss")")
+    done
+    drive_ms+=("$(printf '%s\n' "${t[@]}" | median)")
+done
+printf '  acp-drive per scenario (median of 5, us): %s\n' "${drive_ms[*]}"
+printf '  acp-drive median over scenarios: %d.%03d ms; peak RSS %s KB\n' \
+    $(( $(printf '%s\n' "${drive_ms[@]}" | median) / 1000 )) $(( $(printf '%s\n' "${drive_ms[@]}" | median) % 1000 )) \
+    "$(printf '%s\n' "${rss[@]}" | sort -n | tail -1)"
+
+# the whole pipeline, sequential and with -j2
+for j in 1 2; do
+    t=()
+    for k in 1 2 3 4 5; do
+        t0=$(now)
+        bin/acpsnap-replay -d "$snap" -p "$profile" -j $j > "$tmp/replay.out" 2>&1 || { cat "$tmp/replay.out"; break; }
+        t+=($(( ($(now) - t0) / 1000000 )))
+    done
+    m=$(printf '%s\n' "${t[@]}" | median)
+    printf '  acpsnap-replay -j%d: suite %d ms (median of 5), %d ms per scenario\n' "$j" "$m" $((m / count))
+done
+echo "  reference (dsh): about 1200 ms per scenario plus several seconds of test-runner start-up"

@@ -1,0 +1,159 @@
+#!/usr/bin/env bats
+# The pipelines (acpsnap-replay/-record/-refresh/-update and share/acpsnap.mk)
+# end to end with the reference agent, on a small snapshots tree built here:
+# recorded through replay-serve from authored provider scripts, then replayed.
+bats_require_minimum_version 1.5.0
+load helpers/common
+
+setup() {
+    [ -x "$ROOT/example/acpsnap-agent" ] || skip "the reference agent is not built"
+    cd "$BATS_TEST_TMPDIR"
+    export TMPDIR=$BATS_TEST_TMPDIR/tmp
+    mkdir -p "$TMPDIR" snap/handshake snap/text-turn snap/tool-turn
+    # a private copy: the tree's binary may be relinked while the suite runs
+    cp "$ROOT/example/acpsnap-agent" agent
+    sed "s|^command = .*|command = $BATS_TEST_TMPDIR/agent|" "$ROOT/scenarios/acpsnap-agent.profile" > snap/agent.profile
+    printf '%s\n' '{"name":"handshake","hasModelTurn":false,"recorded":false}' \
+        '{"name":"text-turn","hasModelTurn":true,"recorded":true,"pinsHeader":true}' \
+        '{"name":"tool-turn","hasModelTurn":true,"recorded":true}' > snap/scenarios.jsonl
+    printf '{"steps":[{"op":"initialize"},{"op":"newSession"}]}\n' > snap/handshake/input.json
+    printf '{"steps":[{"op":"initialize"},{"op":"newSession"},{"op":"prompt","text":"Reply with PONG."}]}\n' > snap/text-turn/input.json
+    printf '{"steps":[{"op":"initialize"},{"op":"newSession"},{"op":"prompt","text":"Run echo HI."}]}\n' > snap/tool-turn/input.json
+    jq -cn '{kind:"chunks",chunks:[{type:"block-start",index:0,blockType:"text"},{type:"text-delta",index:0,text:"PO"},
+      {type:"text-delta",index:0,text:"N"},{type:"text-delta",index:0,text:"G"},
+      {type:"block-end",index:0,block:{type:"text",text:"PONG"}},{type:"usage",usage:{inputTokens:10,outputTokens:3}},
+      {type:"finish",reason:{kind:"stop"}}]}' > snap/text-turn/provider.jsonl
+    jq -cn '{kind:"chunks",chunks:[{type:"block-start",index:0,blockType:"tool-call"},
+      {type:"tool-call-delta",index:0,id:"call_1",name:"bash",argumentsDelta:""},
+      {type:"tool-call-delta",index:0,id:"call_1",name:"bash",argumentsDelta:"{\"command\":"},
+      {type:"tool-call-delta",index:0,id:"call_1",name:"bash",argumentsDelta:"\"echo HI\"}"},
+      {type:"block-end",index:0,block:{type:"tool-call",id:"call_1",name:"bash",arguments:"{\"command\":\"echo HI\"}"}},
+      {type:"finish",reason:{kind:"tool-calls"}}]}' > snap/tool-turn/provider.jsonl
+    jq -cn '{kind:"chunks",chunks:[{type:"block-start",index:0,blockType:"text"},{type:"text-delta",index:0,text:"HI"},
+      {type:"block-end",index:0,block:{type:"text",text:"HI"}},{type:"finish",reason:{kind:"stop"}}]}' >> snap/tool-turn/provider.jsonl
+    printf 'ACPSNAP_SNAPSHOTS := snap\nACPSNAP_BIN := %s\ninclude %s\n' "$ROOT/bin" "$ROOT/share/acpsnap.mk" > Makefile
+}
+
+record_all() { ACPSNAP_PROVIDER=replay-serve run -0 make -s acpsnap-record; }
+tree_sum() { find snap -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum; }
+
+@test "pipelines: record from provider scripts, then replay passes and writes nothing" {
+    record_all
+    assert_line --regexp '^recorded +handshake .*\(wrote stdout.expected.jsonl session.jsonl\)$'
+    assert_line --regexp '^recorded +text-turn .*\(wrote stdout.expected.jsonl session.jsonl text-turn/system-prompt.expected.md text-turn/tool-schemas.expected.json\)$'
+    assert_line --regexp '^record: 3 scenarios: 3 passed, 0 failed, 0 skipped, 3 written'
+    run -0 fixture-guard snap
+    local before; before=$(tree_sum)
+    run -0 make -s acpsnap-replay
+    assert_line --regexp '^ok +handshake +[0-9.]+ s$'
+    assert_line --regexp '^ok +text-turn +[0-9.]+ s$'
+    assert_line --regexp '^ok +tool-turn +[0-9.]+ s$'
+    assert_line --regexp '^replay: 3 scenarios: 3 passed, 0 failed, 0 skipped \([0-9.]+ s\)$'
+    assert_equal "$(tree_sum)" "$before"
+    [ -z "$(ls -A "$TMPDIR")" ]
+    run -0 make -s -j2 acpsnap-replay
+    assert_line --regexp '^replay: 3 scenarios: 3 passed'
+}
+
+@test "pipelines: recording again against replay-serve reproduces the fixtures byte for byte" {
+    record_all
+    local before; before=$(tree_sum)
+    record_all
+    assert_line --regexp '^ok +text-turn .*\(recorded; unchanged\)$'
+    assert_equal "$(tree_sum)" "$before"
+}
+
+@test "pipelines: a scenario replays to byte-identical raw-normalized outputs" {
+    record_all
+    for k in 1 2; do
+        acp-drive -p snap/agent.profile -o run$k snap/tool-turn
+        scrub --stdout --context run$k/run.json run$k/stdout.raw.jsonl > stdout$k
+        scrub --session --context run$k/run.json run$k/session.jsonl > log$k
+    done
+    cmp stdout1 stdout2
+    cmp log1 log2
+    cmp stdout1 snap/tool-turn/stdout.expected.jsonl
+}
+
+@test "pipelines: a broken agent fails exactly the scenarios it breaks, with a diff" {
+    record_all
+    # the same agent with one string patched: its tool_call updates change
+    sed 's/"status":"pending"/"status":"pendinG"/' agent > broken-agent
+    cmp -s broken-agent agent && skip "no patchable string in this agent build"
+    chmod +x broken-agent
+    sed "s|^command = .*|command = $BATS_TEST_TMPDIR/broken-agent|" snap/agent.profile > broken.profile
+    run -1 acpsnap-replay -d snap -p broken.profile
+    assert_line --regexp '^ok +handshake '
+    assert_line --regexp '^ok +text-turn '
+    assert_line --regexp '^FAIL +tool-turn '
+    assert_line --regexp '^    \+\+\+ tool-turn/stdout \(this run\)$'
+    assert_line '    to accept this output: make refresh SCENARIO=tool-turn'
+    assert_line --regexp '^replay: 3 scenarios: 2 passed, 1 failed, 0 skipped'
+}
+
+@test "pipelines: refresh rewrites only what changed; update only stdout" {
+    record_all
+    local stdout_before; stdout_before=$(sha256sum < snap/text-turn/stdout.expected.jsonl)
+    sed -i 's/Reply with PONG./Reply with PONG, please./' snap/text-turn/input.json
+    run -1 acpsnap-replay -d snap text-turn
+    assert_line --regexp '^FAIL +text-turn'
+    run -1 acpsnap-update -d snap text-turn
+    assert_line '    session fixtures are written only by: make refresh SCENARIO=text-turn (or make record)'
+    run -0 make -s acpsnap-refresh
+    assert_line --regexp '^refreshed +text-turn .*\(wrote session.jsonl\)$'
+    assert_line --regexp '^ok +tool-turn .*\(unchanged\)$'
+    assert_equal "$(sha256sum < snap/text-turn/stdout.expected.jsonl)" "$stdout_before"
+    grep -q 'PONG, please' snap/text-turn/session.jsonl
+    run -0 make -s acpsnap-refresh
+    refute_output --partial refreshed
+    # update: a stale stdout expectation is rewritten, nothing else
+    printf '{"stale":true}\n' > snap/handshake/stdout.expected.jsonl
+    local log_before; log_before=$(sha256sum < snap/handshake/session.jsonl)
+    run -0 make -s acpsnap-update
+    assert_line --regexp '^updated +handshake .*\(wrote stdout.expected.jsonl\)$'
+    assert_equal "$(sha256sum < snap/handshake/session.jsonl)" "$log_before"
+    run -0 make -s acpsnap-replay
+}
+
+@test "pipelines: fixture-guard runs first" {
+    record_all
+    rm snap/handshake/stdout.expected.jsonl
+    run -1 --separate-stderr acpsnap-replay -d snap
+    assert_equal "$output" ''
+    assert_equal "$stderr" "fixture-guard: $BATS_TEST_TMPDIR/snap/handshake/stdout.expected.jsonl: missing; every scenario needs its expected stdout
+acpsnap-replay: fixture-guard failed; nothing was run"
+}
+
+@test "pipelines: record refuses under CI against a live provider, and without a key" {
+    CI=1 run -2 --separate-stderr acpsnap-record -d snap
+    assert_equal "$stderr" 'acpsnap-replay: record refuses to run under CI against a live provider (set ACPSNAP_PROVIDER=replay-serve to record from provider scripts)'
+    CI= DEEPSEEK_API_KEY= run -2 --separate-stderr acpsnap-record -d snap
+    assert_equal "$stderr" 'acpsnap-replay: record needs a provider key in $DEEPSEEK_API_KEY'
+    [ ! -e snap/text-turn/session.jsonl ]
+}
+
+@test "pipelines: a recording that does not consume its provider script writes nothing" {
+    record_all
+    local before; before=$(tree_sum)
+    jq -c . snap/text-turn/provider.jsonl >> snap/text-turn/provider.jsonl   # one call too many
+    ACPSNAP_PROVIDER=replay-serve run -1 acpsnap-record -d snap text-turn
+    assert_line --regexp '^FAIL +text-turn'
+    assert_line "    replay-serve: $BATS_TEST_TMPDIR/snap/text-turn/provider.jsonl: 1 of 2 entries not consumed"
+    head -1 snap/text-turn/provider.jsonl > p && mv p snap/text-turn/provider.jsonl
+    assert_equal "$(tree_sum)" "$before"
+}
+
+@test "pipelines: interrupting record leaves the committed fixtures untouched" {
+    record_all
+    local before; before=$(tree_sum)
+    printf '%s\n' '{"kind":"hang"}' > snap/text-turn/provider.jsonl
+    ACPSNAP_PROVIDER=replay-serve setsid acpsnap-record -d snap text-turn > rec.out 2>&1 &
+    local pid=$!
+    sleep 1
+    kill -TERM -- -"$pid"
+    wait "$pid" || true
+    sleep 0.2
+    assert_equal "$(tree_sum | grep -v provider.jsonl)" "$(grep -v provider.jsonl <<<"$before")"
+    [ -z "$(find snap -name '*.acpsnap-new')" ]
+    [ -z "$(ls -A "$TMPDIR")" ] || { ls -la "$TMPDIR"; return 1; }
+}

@@ -1,0 +1,107 @@
+#!/usr/bin/env bats
+# The reference agent's committed scenarios (scenarios/) through the pipelines.
+bats_require_minimum_version 1.5.0
+load helpers/common
+
+setup() {
+    [ -x "$ROOT/example/acpsnap-agent" ] || skip "the reference agent is not built"
+    cd "$BATS_TEST_TMPDIR"
+    export TMPDIR=$BATS_TEST_TMPDIR/tmp
+    mkdir -p "$TMPDIR"
+}
+
+# A private copy of the tree and the agent (the tree's binary may be relinked).
+copy_tree() {
+    cp -a "$ROOT/scenarios" snap
+    cp "$ROOT/example/acpsnap-agent" agent
+    sed -i "s|^command = .*|command = $BATS_TEST_TMPDIR/agent|" snap/acpsnap-agent.profile
+}
+tree_sum() { (cd "$1" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum); }
+
+@test "scenarios: the table passes fixture-guard" {
+    run -0 fixture-guard "$ROOT/scenarios"
+}
+
+@test "scenarios: make replay passes every scenario and writes nothing in the tree" {
+    local before gs; before=$(tree_sum "$ROOT/scenarios")
+    gs=$(git -C "$ROOT" status --porcelain -- scenarios)
+    run -0 make -s -C "$ROOT" -f share/acpsnap.mk ACPSNAP_SNAPSHOTS=scenarios ACPSNAP_BIN="$ROOT/bin" acpsnap-replay
+    local n; n=$(grep -c . "$ROOT/scenarios/scenarios.jsonl")
+    [ "$(grep -cE '^ok +[a-z0-9-]+ +[0-9]+\.[0-9]{3} s$' <<<"$output")" = "$n" ]
+    assert_line --regexp "^replay: $n scenarios: $n passed, 0 failed, 0 skipped \([0-9.]+ s\)$"
+    assert_equal "$(tree_sum "$ROOT/scenarios")" "$before"
+    assert_equal "$(git -C "$ROOT" status --porcelain -- scenarios)" "$gs"
+    [ -z "$(ls -A "$TMPDIR")" ]
+}
+
+@test "scenarios: make -j2 replay passes" {
+    copy_tree
+    run -0 make -s -j2 -f "$ROOT/share/acpsnap.mk" ACPSNAP_SNAPSHOTS=snap ACPSNAP_BIN="$ROOT/bin" acpsnap-replay
+    assert_line --regexp '^replay: [0-9]+ scenarios: [0-9]+ passed, 0 failed'
+}
+
+@test "scenarios: every scenario replayed twice gives byte-identical normalized outputs" {
+    copy_tree
+    local s k f
+    for s in $(jq -r .name snap/scenarios.jsonl); do
+        for k in 1 2; do
+            acp-drive -p snap/acpsnap-agent.profile -o "r$k" "snap/$s" 2>/dev/null
+            scrub --stdout --context r$k/run.json r$k/stdout.raw.jsonl > "o$k"
+            for f in r$k/session*.jsonl; do scrub --session --context r$k/run.json "$f"; done > "l$k"
+        done
+        cmp o1 o2 || { echo "$s: stdout differs between two replays"; return 1; }
+        cmp l1 l2 || { echo "$s: session logs differ between two replays"; return 1; }
+        rm -rf r1 r2
+    done
+}
+
+@test "scenarios: a broken agent build fails exactly the scenarios that show the broken string" {
+    copy_tree
+    sed -i 's/"status":"pending"/"status":"pendinG"/' agent
+    local expected
+    expected=$(grep -l '"status":"pending"' snap/*/stdout.expected.jsonl | xargs -n1 dirname | xargs -n1 basename | sort)
+    [ -n "$expected" ]
+    run -1 acpsnap-replay -d snap -j 2
+    assert_equal "$(sed -nE 's/^FAIL +([a-z0-9-]+) .*/\1/p' <<<"$output" | sort)" "$expected"
+    assert_output --partial '"status":"pendinG"'
+}
+
+@test "scenarios: record against replay-serve reproduces the committed fixtures byte for byte" {
+    copy_tree
+    local before; before=$(tree_sum snap)
+    ACPSNAP_PROVIDER=replay-serve run -0 acpsnap-record -d snap -j 2
+    refute_output --regexp '^recorded '
+    assert_equal "$(tree_sum snap)" "$before"
+}
+
+@test "scenarios: all-row-kinds holds every packed row kind and decodes like its source, event for event" {
+    local f=$ROOT/scenarios/all-row-kinds/session.jsonl src=$ROOT/scenarios/mixed-turn/session.jsonl
+    for kind in text-chunks reasoning-chunks tool-call-chunks; do
+        [ "$(jq -r 'select(.type == "'"$kind"'") | .type' "$f" | head -1)" = "$kind" ] || { echo "no $kind row"; return 1; }
+    done
+    jsonl-pack --unpack "$f" | tail -n +2 > a
+    jsonl-pack --unpack "$src" | tail -n +2 > b
+    [ -s a ]
+    json_lines_equal a b
+    # mechanically derived: the codec reproduces it from the source recording
+    jsonl-pack --unpack "$src" | jsonl-project | cmp - "$f"
+    run -0 jsonl-pack --check "$f"
+}
+
+@test "scenarios: the scenarios of the issue are all there" {
+    local t=$ROOT/scenarios/scenarios.jsonl
+    # handshake only: no model, a header-only log
+    [ "$(grep -c . "$ROOT/scenarios/handshake/session.jsonl")" = 1 ]
+    # the default pin and a second class with its own pin sharing a sidecar by source
+    [ "$(jq -r 'select(.pinsHeader == true and (.headerClass // "default") == "default") | .name' "$t")" = text-turn ]
+    [ -n "$(jq -r 'select(.pinsHeader == true and .headerClass != null and .systemPromptSource != null) | .name' "$t")" ]
+    # overrides: a hang with readyFile, a throw before any chunk, a mid-stream throw, patches
+    jq -e '.[0].kind == "hang" and .[0].readyFile != null' "$ROOT/scenarios/cancel-hang/replay.override.json"
+    jq -e '.[0].kind == "throw" and (.[0].chunks | length) == 0' "$ROOT/scenarios/provider-error/replay.override.json"
+    jq -e '.[0].kind == "throw" and (.[0].chunks | length) > 0' "$ROOT/scenarios/mid-stream-failure/replay.override.json"
+    jq -e '.patches | length > 0' "$ROOT/scenarios/context-length-retry/replay.override.json"
+    # a marked local compaction summary, rebuilt by replay
+    grep -q '"type":"compaction/summary".*"llmStreamCall":true' "$ROOT/scenarios/compaction/session.jsonl"
+    # workspace seeds
+    [ -f "$ROOT/scenarios/workspace-seeds/workspace/seed.txt" ]
+}

@@ -1421,7 +1421,10 @@ static void fix_walk(const fix *f, const as_json *j, int tok, as_buf *out)
         body = n->dec.p ? n->dec.p : "";
         blen = n->dec.n;
     }
-    if (!find(body, 0, blen, f->base, f->bl)) { as_buf_put(out, j->s + t->start, t->end - t->start); return; }
+    if (!find(body, 0, blen, f->base, f->bl) && !find(body, 0, blen, "/private{{cwd}}", 15)) {
+        as_buf_put(out, j->s + t->start, t->end - t->start);
+        return;
+    }
     chain c = { { &n->s1, &n->s2 }, 0, body, blen, 0 };
     for (size_t i = 0; i < n->nsp; i++) STEP(&c, pass_spelling(c.cur, c.n, &n->sp[i], o_));
     STEP(&c, pass_basename(c.cur, c.n, f->base, f->bl, o_));

@@ -1,0 +1,365 @@
+// scrub - normalization of ACP transcripts and session logs (DESIGN.md §6):
+// the run's volatile values (session ids, the generated cwd, UUIDs, spill
+// paths, times) become stable tokens, so `scrub | diff` shows what changed.
+#include "acpsnap.h"
+#include "norm.h"
+#include <getopt.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <jq.h>
+
+static const char usage[] =
+    "usage: scrub (--stdout | --session | --fixture) [options] [file...]\n"
+    "Normalizes a run's volatile values into stable tokens.\n"
+    "  -o, --stdout           an ACP stdout transcript: every line a JSON object,\n"
+    "                         JSON-RPC ids renumbered 1, 2, ... in first-seen order\n"
+    "  -s, --session          a session log (raw or projected) → the comparison form\n"
+    "  -F, --fixture          a harvested log → the committed fixture form\n"
+    "  -c, --cwd DIR          the run's generated cwd (→ {{cwd}})\n"
+    "  -a, --cwd-alias DIR    another spelling of the cwd (repeatable)\n"
+    "  -i, --session-id ID    a session id of the run (→ {{sessionId}}; repeatable)\n"
+    "  -C, --context FILE     the context as JSON: {sessionIds, cwd, cwdAliases}\n"
+    "                         or a whole run.json (its normalizeContext)\n"
+    "  -f, --rules FILE       a jq program applied to each record afterwards\n"
+    "  -n, --native-paths     keep cwd-rooted path separators as captured\n"
+    "  -P, --persisted        --session: keep the envelopes (times zeroed)\n"
+    "  -k, --keep-cwd         --fixture: leave the cwd literal (workspaceParent runs)\n"
+    "      --help             this text\n"
+    "      --version          the version\n"
+    "Without a context, --session takes each log's own header id and cwd.\n"
+    "Exit status: 0 ok, 2 trouble.\n";
+
+enum { M_NONE, M_STDOUT, M_SESSION, M_FIXTURE };
+
+typedef struct {
+    int mode;
+    int persisted, keep_cwd;
+    as_norm *norm;        // the context given on the command line
+    as_norm *own;         // per-file context (session mode without one; fixture mode)
+    as_out *out;
+    const char *rules_path;
+    jq_state *jq;
+    as_json j, j2;
+    as_buf a, b;
+    long lineno;
+    const char *file;
+} scrub;
+
+// ---------------------------------------------------------------- jq rules
+
+static as_buf jq_msgs;
+
+static void jq_err(void *data, jv msg)
+{
+    (void)data;
+    if (jv_get_kind(msg) == JV_KIND_STRING) {
+        if (jq_msgs.n) as_buf_putc(&jq_msgs, '\n');
+        as_buf_puts(&jq_msgs, jv_string_value(msg));
+    }
+    jv_free(msg);
+}
+
+static void rules_compile(scrub *sc)
+{
+    as_buf prog = {0};
+    as_read_file(sc->rules_path, &prog);
+    sc->jq = jq_init();
+    if (!sc->jq) as_die(AS_TROUBLE, "unable to initialise jq");
+    jq_set_error_cb(sc->jq, jq_err, NULL);
+    if (!jq_compile(sc->jq, prog.p ? prog.p : "")) {
+        as_die(AS_TROUBLE, "%s: %s", sc->rules_path, jq_msgs.p ? jq_msgs.p : "jq program does not compile");
+    }
+    as_buf_free(&prog);
+}
+
+// Writes a jq value compactly as JSON.stringify would (strings escaped alike,
+// integral numbers below 1e21 without exponent).
+static void put_jv(as_buf *o, jv v)
+{
+    switch (jv_get_kind(v)) {
+    case JV_KIND_NULL: as_buf_puts(o, "null"); break;
+    case JV_KIND_TRUE: as_buf_puts(o, "true"); break;
+    case JV_KIND_FALSE: as_buf_puts(o, "false"); break;
+    case JV_KIND_NUMBER: {
+        double d = jv_number_value(v);
+        if (d == 0) as_buf_putc(o, '0');
+        else if (d == floor(d) && fabs(d) < 1e21) as_buf_printf(o, "%.0f", d);
+        else if (isnan(d) || isinf(d)) as_buf_puts(o, "null");
+        else {
+            jv s = jv_dump_string(jv_copy(v), 0);
+            as_buf_puts(o, jv_string_value(s));
+            jv_free(s);
+        }
+        break;
+    }
+    case JV_KIND_STRING:
+        as_jstr_write(o, jv_string_value(v), (size_t)jv_string_length_bytes(jv_copy(v)));
+        break;
+    case JV_KIND_ARRAY: {
+        as_buf_putc(o, '[');
+        int n = jv_array_length(jv_copy(v));
+        for (int i = 0; i < n; i++) {
+            if (i) as_buf_putc(o, ',');
+            jv e = jv_array_get(jv_copy(v), i);
+            put_jv(o, e);
+            jv_free(e);
+        }
+        as_buf_putc(o, ']');
+        break;
+    }
+    case JV_KIND_OBJECT: {
+        as_buf_putc(o, '{');
+        int first = 1;
+        for (int it = jv_object_iter(v); jv_object_iter_valid(v, it); it = jv_object_iter_next(v, it)) {
+            jv k = jv_object_iter_key(v, it), e = jv_object_iter_value(v, it);
+            if (!first) as_buf_putc(o, ',');
+            first = 0;
+            as_jstr_write(o, jv_string_value(k), (size_t)jv_string_length_bytes(jv_copy(k)));
+            as_buf_putc(o, ':');
+            put_jv(o, e);
+            jv_free(k);
+            jv_free(e);
+        }
+        as_buf_putc(o, '}');
+        break;
+    }
+    default: break;
+    }
+}
+
+// Runs the rules over one normalized record and writes each result as a line.
+static void rules_apply(scrub *sc, const char *line, size_t len)
+{
+    jv in = jv_parse_sized(line, (int)len);
+    if (!jv_is_valid(in)) as_die_at(sc->file, sc->lineno, 0, "jq cannot parse the record");
+    jq_start(sc->jq, in, 0);
+    jv r;
+    while (jv_is_valid(r = jq_next(sc->jq))) {
+        as_buf_reset(&sc->b);
+        put_jv(&sc->b, r);
+        jv_free(r);
+        as_out_line(sc->out, sc->b.p, sc->b.n);
+    }
+    if (jv_invalid_has_msg(jv_copy(r))) {
+        jv m = jv_invalid_get_msg(r);
+        if (jv_get_kind(m) == JV_KIND_STRING)
+            as_die_at(sc->file, sc->lineno, 0, "%s: %s", sc->rules_path, jv_string_value(m));
+        jv s = jv_dump_string(m, 0);
+        as_die_at(sc->file, sc->lineno, 0, "%s: %s (not a string)", sc->rules_path, jv_string_value(s));
+    }
+    jv_free(r);
+}
+
+static void emit(scrub *sc, const char *line, size_t len)
+{
+    if (sc->jq) rules_apply(sc, line, len);
+    else as_out_line(sc->out, line, len);
+}
+
+// ---------------------------------------------------------------- modes
+
+static int blank(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r' && s[i] != '\n' && s[i] != '\f' && s[i] != '\v') return 0;
+    return 1;
+}
+
+// Parses one line into j; dies on invalid JSON or a non-object.
+static void parse_object(scrub *sc, as_json *j, const char *line, size_t len, const char *what)
+{
+    if (as_json_parse(j, line, len) < 0) as_json_die(j, sc->file, sc->lineno);
+    if (j->t[0].type != AS_JOBJ) as_die_at(sc->file, sc->lineno, 0, "%s is not a JSON object", what);
+}
+
+static void do_stdout(scrub *sc, as_in *in)
+{
+    const char *line;
+    size_t len;
+    as_norm_reset_ids(sc->norm);
+    while (as_in_line(in, &line, &len)) {
+        sc->lineno = as_in_lineno(in);
+        if (blank(line, len)) continue;
+        parse_object(sc, &sc->j, line, len, "stdout line");
+        as_buf_reset(&sc->a);
+        as_norm_stdout_frame(sc->norm, &sc->j, &sc->a);
+        emit(sc, sc->a.p, sc->a.n);
+    }
+}
+
+static void do_session(scrub *sc, as_in *in)
+{
+    const char *line;
+    size_t len;
+    int first = 1;
+    const as_norm *ctx = sc->norm;
+    unsigned base = sc->persisted ? AS_NS_COMPARE & ~AS_NS_PROJECT : AS_NS_COMPARE;
+    while (as_in_line(in, &line, &len)) {
+        sc->lineno = as_in_lineno(in);
+        if (blank(line, len)) continue;
+        parse_object(sc, &sc->j, line, len, "record");
+        unsigned flags = base;
+        if (first) {
+            int t = as_json_get(&sc->j, 0, "type");
+            if (t < 0 || !as_json_streq(&sc->j, t, "session"))
+                as_die_at(sc->file, sc->lineno, 0, "not a session log: the first record is not a session header");
+            if (!as_norm_has_context(sc->norm)) {
+                as_norm_from_header(sc->own, &sc->j);
+                ctx = sc->own;
+            }
+            flags |= AS_NS_HEADER;
+            first = 0;
+        }
+        as_buf_reset(&sc->a);
+        as_norm_session_record(ctx, &sc->j, flags, &sc->a);
+        emit(sc, sc->a.p, sc->a.n);
+    }
+}
+
+// --fixture: the packer's output lines.
+static void fixture_emit(void *ctx, const char *line, size_t len, long srcline)
+{
+    scrub *sc = ctx;
+    sc->lineno = srcline;
+    emit(sc, line, len);
+}
+
+// The cwd-tokenized, header-tokenized form of one record into sc->b, parsed into sc->j2.
+static void fixture_record(scrub *sc, const char *base, size_t bl, const as_json *j)
+{
+    const as_json *src = j;
+    if (bl) {
+        as_buf_reset(&sc->a);
+        as_norm_fixture_cwd(sc->own, base, bl, j, &sc->a);
+        if (as_json_parse(&sc->j2, sc->a.p, sc->a.n) < 0) as_json_die(&sc->j2, sc->file, sc->lineno);
+        src = &sc->j2;
+    }
+    as_buf_reset(&sc->b);
+    as_norm_session_record(NULL, src, AS_NS_TOKENIZE, &sc->b);
+}
+
+static void do_fixture(scrub *sc, const char *path)
+{
+    as_sess *s = as_sess_open(path);
+    const char *hl;
+    size_t hlen;
+    as_sess_header(s, &hl, &hlen);
+    sc->lineno = 1;
+    if (as_json_parse(&sc->j, hl, hlen) < 0) as_json_die(&sc->j, sc->file, 1);
+    // the header's cwd, its basename
+    char *base = NULL;
+    size_t bl = 0;
+    as_norm_clear(sc->own);
+    if (!sc->keep_cwd) {
+        as_buf cwd = {0};
+        int c = as_json_get(&sc->j, 0, "cwd");
+        if (c >= 0 && sc->j.t[c].type == AS_JSTR) as_json_str(&sc->j, c, &cwd);
+        size_t k = cwd.n;
+        while (k > 0 && cwd.p[k - 1] != '/' && cwd.p[k - 1] != '\\') k--;
+        if (k == cwd.n)
+            as_die_at(sc->file, 1, 0, "the header cwd has no basename to tokenize (see --keep-cwd)");
+        as_norm_set_cwd(sc->own, cwd.p, cwd.n);
+        base = as_xmalloc(cwd.n - k + 1);
+        memcpy(base, cwd.p + k, cwd.n - k);
+        bl = cwd.n - k;
+        as_buf_free(&cwd);
+        as_buf_reset(&sc->a);
+        as_norm_fixture_cwd(sc->own, base, bl, &sc->j, &sc->a);
+        emit(sc, sc->a.p, sc->a.n);
+    } else {
+        emit(sc, hl, hlen);
+    }
+    as_out_frame(sc->out);
+    as_packer *p = as_packer_new(AS_PACK_PROJECTED, fixture_emit, sc);
+    as_event ev;
+    while (as_sess_next(s, &ev)) {
+        sc->lineno = ev.lineno;
+        fixture_record(sc, base, bl, ev.j);
+        if (as_json_parse(&sc->j2, sc->b.p, sc->b.n) < 0) as_json_die(&sc->j2, sc->file, sc->lineno);
+        as_event e2 = ev;
+        e2.json = sc->b.p;
+        e2.len = sc->b.n;
+        e2.j = &sc->j2;
+        as_packer_push(p, &e2);
+    }
+    as_packer_finish(p);
+    as_packer_free(p);
+    free(base);
+    as_sess_close(s);
+}
+
+static int one(const char *path, void *ctx)
+{
+    scrub *sc = ctx;
+    if (sc->mode == M_FIXTURE) {
+        sc->file = path;
+        do_fixture(sc, path);
+        return AS_OK;
+    }
+    as_in *in = as_in_open(path);
+    sc->file = as_in_name(in);
+    if (sc->mode == M_STDOUT) do_stdout(sc, in);
+    else do_session(sc, in);
+    as_in_close(in);
+    return AS_OK;
+}
+
+static void set_mode(scrub *sc, int m)
+{
+    if (sc->mode != M_NONE && sc->mode != m) as_die(AS_TROUBLE, "choose one of --stdout, --session, --fixture");
+    sc->mode = m;
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option lo[] = {
+        {"stdout", no_argument, 0, 'o'}, {"session", no_argument, 0, 's'},
+        {"fixture", no_argument, 0, 'F'}, {"cwd", required_argument, 0, 'c'},
+        {"cwd-alias", required_argument, 0, 'a'}, {"session-id", required_argument, 0, 'i'},
+        {"context", required_argument, 0, 'C'}, {"rules", required_argument, 0, 'f'},
+        {"native-paths", no_argument, 0, 'n'}, {"persisted", no_argument, 0, 'P'},
+        {"keep-cwd", no_argument, 0, 'k'},
+        {"help", no_argument, 0, 'h'}, {"version", no_argument, 0, 'V'}, {0, 0, 0, 0}};
+    scrub sc = {0};
+    int c;
+    as_setprog(argv[0]);
+    opterr = 0;
+    sc.norm = as_norm_new();
+    sc.own = as_norm_new();
+    while ((c = getopt_long(argc, argv, ":osFc:a:i:C:f:nPk", lo, NULL)) != -1) {
+        switch (c) {
+        case 'o': set_mode(&sc, M_STDOUT); break;
+        case 's': set_mode(&sc, M_SESSION); break;
+        case 'F': set_mode(&sc, M_FIXTURE); break;
+        case 'c': as_norm_set_cwd(sc.norm, optarg, strlen(optarg)); break;
+        case 'a': as_norm_add_alias(sc.norm, optarg, strlen(optarg)); break;
+        case 'i': as_norm_add_session_id(sc.norm, optarg, strlen(optarg)); break;
+        case 'C': as_norm_load_file(sc.norm, optarg); break;
+        case 'f': sc.rules_path = optarg; break;
+        case 'n': as_norm_set_native(sc.norm, 1); as_norm_set_native(sc.own, 1); break;
+        case 'P': sc.persisted = 1; break;
+        case 'k': sc.keep_cwd = 1; break;
+        case 'h': as_usage_exit(usage, 0);
+        case 'V': as_version_exit();
+        case ':': as_warn("option '%s' needs an argument", argv[optind - 1]); as_usage_exit(usage, AS_TROUBLE);
+        default: as_warn("unknown option '%s'", argv[optind - 1]); as_usage_exit(usage, AS_TROUBLE);
+        }
+    }
+    if (sc.mode == M_NONE) as_die(AS_TROUBLE, "choose one of --stdout, --session, --fixture");
+    if (sc.mode == M_FIXTURE && as_norm_has_context(sc.norm))
+        as_die(AS_TROUBLE, "--fixture takes the cwd from each log's header; drop the context options");
+    if (sc.rules_path) rules_compile(&sc);
+    sc.out = as_out_stdout(0);
+    int r = as_loop(argc - optind, argv + optind, one, &sc);
+    as_out_close(sc.out);
+    if (sc.jq) jq_teardown(&sc.jq);
+    as_json_free(&sc.j);
+    as_json_free(&sc.j2);
+    as_buf_free(&sc.a);
+    as_buf_free(&sc.b);
+    as_buf_free(&jq_msgs);
+    as_norm_free(sc.norm);
+    as_norm_free(sc.own);
+    return r;
+}

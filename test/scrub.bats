@@ -1,0 +1,277 @@
+#!/usr/bin/env bats
+# scrub: its own cases (the corpus conformance is scrub-corpus.bats).
+bats_require_minimum_version 1.5.0
+load helpers/common
+
+setup() {
+    cd "$BATS_TEST_TMPDIR"
+}
+
+# A one-frame transcript holding the JSON string $1 (already JSON-quoted).
+frame() {
+    printf '{"jsonrpc":"2.0","method":"session/update","params":{"text":%s}}\n' "$1"
+}
+
+# ---------------------------------------------------------------- usage
+
+@test "--help prints the usage on stdout and exits 0; --version names the tool" {
+    run -0 scrub --help
+    assert_line --index 0 'usage: scrub (--stdout | --session | --fixture) [options] [file...]'
+    run -0 scrub --version
+    assert_output 'scrub (acpsnap) 0.1.0'
+}
+
+@test "usage errors: no mode, two modes, unknown option, missing argument (exit 2)" {
+    run -2 --separate-stderr scrub
+    assert_equal "$stderr" 'scrub: choose one of --stdout, --session, --fixture'
+    run -2 --separate-stderr scrub --stdout --session
+    assert_equal "$stderr" 'scrub: choose one of --stdout, --session, --fixture'
+    run -2 --separate-stderr scrub --stdout --bogus
+    assert_equal "$stderr" "scrub: unknown option '--bogus'
+usage: scrub (--stdout | --session | --fixture) [options] [file...]"
+    run -2 --separate-stderr scrub --stdout --cwd
+    assert_equal "$stderr" "scrub: option '--cwd' needs an argument
+usage: scrub (--stdout | --session | --fixture) [options] [file...]"
+    run -2 --separate-stderr scrub --fixture --cwd /tmp/x
+    assert_equal "$stderr" 'scrub: --fixture takes the cwd from each log'"'"'s header; drop the context options'
+    assert_equal "$output" ''
+}
+
+@test "an unreadable input file is trouble (exit 2)" {
+    run -2 --separate-stderr scrub --stdout nope.jsonl
+    assert_equal "$stderr" 'scrub: unable to open nope.jsonl: No such file or directory'
+}
+
+# ---------------------------------------------------------------- cwd spellings
+
+@test "a path that merely shares a prefix with the cwd stays untouched" {
+    frame '"/tmp/acp-snap-cwd-ab/x /tmp/acp-snap-cwd-abc/x /tmp/acp-snap-cwd-abc.bak /tmp/acp-snap-cwd-ab."' > in
+    run -0 scrub --stdout --cwd /tmp/acp-snap-cwd-ab in
+    assert_output '{"jsonrpc":"2.0","method":"session/update","params":{"text":"{{cwd}}/x /tmp/acp-snap-cwd-abc/x /tmp/acp-snap-cwd-abc.bak {{cwd}}."}}'
+}
+
+@test "the cwd inside a longer string, at text boundaries and in a file URI" {
+    frame '"cd /tmp/w && ls; (see /tmp/w) file:///tmp/w/a.txt x/tmp/w"' > in
+    run -0 scrub --stdout --cwd /tmp/w in
+    assert_output '{"jsonrpc":"2.0","method":"session/update","params":{"text":"cd {{cwd}} && ls; (see {{cwd}}) file://{{cwd}}/a.txt x/tmp/w"}}'
+}
+
+@test "the cwd inside a JSON-escaped string is found and the string re-escaped like JSON.stringify" {
+    frame '"say \"/tmp/w\"\n\ttab \u00e9 \u2028 /tmp/w\u002fsub"' > in
+    run -0 scrub --stdout --cwd /tmp/w in
+    # \u00e9 and \u2028 come out as raw UTF-8, / unescaped, \" \n \t kept
+    assert_output "$(printf '{"jsonrpc":"2.0","method":"session/update","params":{"text":"say \\"{{cwd}}\\"\\n\\ttab \xc3\xa9 \xe2\x80\xa8 {{cwd}}/sub"}}')"
+}
+
+@test "a string without a volatile value keeps its bytes, escapes included" {
+    frame '"no cwd here: \u0041\/x"' > in
+    run -0 scrub --stdout --cwd /tmp/w in
+    assert_output "$(cat in)"
+}
+
+@test "a Windows-style cwd: cwd-rooted separators become / (unless --native-paths)" {
+    frame '"C:\\Users\\me\\cwd\\src\\a.c and C:\\Users\\me\\cwd"' > in
+    run -0 scrub --stdout --cwd 'C:\Users\me\cwd' in
+    assert_output '{"jsonrpc":"2.0","method":"session/update","params":{"text":"{{cwd}}/src/a.c and {{cwd}}"}}'
+    run -0 scrub --stdout --native-paths --cwd 'C:\Users\me\cwd' in
+    assert_output '{"jsonrpc":"2.0","method":"session/update","params":{"text":"{{cwd}}\\src\\a.c and {{cwd}}"}}'
+}
+
+@test "an alias through a symlinked temp root (as macOS /private/tmp) and the implicit /private spelling" {
+    mkdir -p real/tmp/acp-x
+    ln -s real/tmp tmp
+    cwd="$BATS_TEST_TMPDIR/tmp/acp-x"
+    alias=$(realpath "$cwd")
+    [ "$alias" != "$cwd" ]
+    frame "\"$cwd/a $alias/b /private$cwd/c\"" > in
+    run -0 scrub --stdout --cwd "$cwd" --cwd-alias "$alias" in
+    assert_output '{"jsonrpc":"2.0","method":"session/update","params":{"text":"{{cwd}}/a {{cwd}}/b {{cwd}}/c"}}'
+    # without the alias, the resolved spelling stays literal
+    run -0 scrub --stdout --cwd "$cwd" in
+    assert_output "{\"jsonrpc\":\"2.0\",\"method\":\"session/update\",\"params\":{\"text\":\"{{cwd}}/a $alias/b {{cwd}}/c\"}}"
+}
+
+@test "the longest spelling wins when one alias is a prefix of another" {
+    frame '"/t/a/b/c and /t/a"' > in
+    run -0 scrub --stdout --cwd /t/a --cwd-alias /t/a/b in
+    assert_output '{"jsonrpc":"2.0","method":"session/update","params":{"text":"{{cwd}}/c and {{cwd}}"}}'
+}
+
+# ---------------------------------------------------------------- ids
+
+@test "UUIDs in keys stay, UUIDs in values become {{sessionId}}; given session ids too" {
+    printf '%s\n' '{"id":7,"result":{"0b7c5a52-1111-4222-8333-444455556666":"0B7C5A52-1111-4222-8333-444455556666","s":"run-42 and x9b7c5a52-1111-4222-8333-444455556666ff"}}' > in
+    run -0 scrub --stdout --session-id run-42 in
+    assert_output '{"id":1,"result":{"0b7c5a52-1111-4222-8333-444455556666":"{{sessionId}}","s":"{{sessionId}} and x{{sessionId}}ff"}}'
+}
+
+@test "JSON-RPC ids are renumbered in first-seen order across frames; null ids stay" {
+    printf '%s\n' '{"id":0,"method":"a"}' '{"id":"0","method":"b"}' '{"id":5,"method":"c"}' \
+        '{"id":0,"result":{}}' '{"id":null,"error":{}}' '{"method":"n","params":{"id":9}}' > in
+    run -0 scrub --stdout in
+    assert_output '{"id":1,"method":"a"}
+{"id":2,"method":"b"}
+{"id":3,"method":"c"}
+{"id":1,"result":{}}
+{"id":null,"error":{}}
+{"method":"n","params":{"id":9}}'
+}
+
+@test "the id map starts over for each input file; blank lines are skipped" {
+    printf '{"id":4}\n\n{"id":8}\n' > a
+    printf '{"id":8}\n' > b
+    run -0 scrub --stdout a b
+    assert_output '{"id":1}
+{"id":2}
+{"id":1}'
+}
+
+# ---------------------------------------------------------------- stdout purity
+
+@test "a non-JSON stdout line is trouble naming file, line and column" {
+    printf '{"id":1}\nnot json\n' > in
+    run -2 --separate-stderr scrub --stdout in
+    assert_equal "$stderr" 'scrub: in:2:1: invalid JSON: expected a value'
+}
+
+@test "a stdout line that is valid JSON but not an object is trouble" {
+    printf '{"id":1}\n[1,2]\n' > in
+    run -2 --separate-stderr scrub --stdout in
+    assert_equal "$stderr" 'scrub: in:2: stdout line is not a JSON object'
+}
+
+@test "empty input gives empty output; - reads stdin; zstd input is detected" {
+    : > empty
+    run -0 scrub --stdout empty
+    assert_output ''
+    frame '"/tmp/w"' > in
+    run -0 --separate-stderr bash -c 'scrub --stdout --cwd /tmp/w - < in'
+    assert_output '{"jsonrpc":"2.0","method":"session/update","params":{"text":"{{cwd}}"}}'
+    zstd -q in -o in.zst
+    run -0 scrub --stdout --cwd /tmp/w in.zst
+    assert_output '{"jsonrpc":"2.0","method":"session/update","params":{"text":"{{cwd}}"}}'
+}
+
+@test "a truncated zstd input is trouble" {
+    for i in $(seq 200); do frame "\"line $i /tmp/w\""; done | zstd -q -o in.zst
+    head -c 100 in.zst > cut.zst
+    run -2 --separate-stderr scrub --stdout cut.zst
+    assert_output --partial ''
+    [[ "$stderr" == "scrub: cut.zst"* ]]
+}
+
+# ---------------------------------------------------------------- context
+
+@test "--context takes a normalizeContext object or a whole run.json" {
+    printf '%s\n' '{"sessionIds":["s-1"],"cwd":"/tmp/w","cwdAliases":["/tmp/w","/r/w"]}' > ctx.json
+    printf '%s\n' '{"scenario":"x","cwd":"/nope","normalizeContext":{"sessionIds":["s-1"],"cwd":"/tmp/w","cwdAliases":["/r/w"]}}' > run.json
+    frame '"s-1 in /tmp/w and /r/w"' > in
+    run -0 scrub --stdout --context ctx.json in
+    assert_output '{"jsonrpc":"2.0","method":"session/update","params":{"text":"{{sessionId}} in {{cwd}} and {{cwd}}"}}'
+    run -0 scrub --stdout --context run.json in
+    assert_output '{"jsonrpc":"2.0","method":"session/update","params":{"text":"{{sessionId}} in {{cwd}} and {{cwd}}"}}'
+}
+
+@test "a malformed context file is trouble" {
+    printf '{"cwd":\n' > bad.json
+    run -2 --separate-stderr scrub --stdout --context bad.json /dev/null
+    assert_equal "$stderr" 'scrub: bad.json:2:1: invalid JSON: unexpected end of input'
+    printf '{"cwd":1}\n' > bad.json
+    run -2 --separate-stderr scrub --stdout --context bad.json /dev/null
+    assert_equal "$stderr" 'scrub: bad.json: context cwd is not a string'
+    printf '[]\n' > bad.json
+    run -2 --separate-stderr scrub --stdout --context bad.json /dev/null
+    assert_equal "$stderr" 'scrub: bad.json: context is not a JSON object'
+}
+
+# ---------------------------------------------------------------- jq rules
+
+@test "-f applies a jq program to each record after the built-in rules" {
+    printf '%s\n' '{"id":3,"result":{"ms":1234,"dir":"/tmp/w","t":"é\u007f"}}' > in
+    printf '%s\n' '.result.ms = 0 | .result.seen = (.result.dir == "{{cwd}}")' > r.jq
+    run -0 scrub --stdout --cwd /tmp/w -f r.jq in
+    assert_output "$(printf '{"id":1,"result":{"ms":0,"dir":"{{cwd}}","t":"\xc3\xa9\x7f","seen":true}}')"
+}
+
+@test "a jq rule file that fails to compile: exit 2, jq's message, no output" {
+    frame '"x"' > in
+    printf '.a |||\n' > bad.jq
+    run -2 --separate-stderr scrub --stdout -f bad.jq in
+    assert_equal "$output" ''
+    [[ "$stderr" == "scrub: bad.jq: jq: error: syntax error"* ]]
+    [[ "$stderr" == *"jq: 1 compile error" ]]
+}
+
+@test "a jq runtime error is trouble naming the record" {
+    printf '{"a":1}\n{"a":"x"}\n' > in
+    printf '.a + 1\n' > r.jq
+    run -2 --separate-stderr scrub --stdout -f r.jq in
+    assert_equal "$stderr" 'scrub: in:2: r.jq: string ("x") and number (1) cannot be added'
+}
+
+# ---------------------------------------------------------------- session logs
+
+@test "--session: header volatiles, envelopes, times, dt, durations, request headers, spill paths" {
+    id=0b7c5a52-1111-4222-8333-444455556666
+    {
+        printf '{"type":"session","version":0,"id":"%s","createdAt":1796028374883,"cwd":"/tmp/acp-snap-cwd-q1","delegationDepth":0}\n' $id
+        printf '%s\n' '{"type":"turn/start","seq":0,"time":1796028374889,"data":{"turn":1}}'
+        printf '%s\n' '{"type":"request/header","seq":1,"time":1796028374890,"data":{"header":{"config":{"model":"m"},"system":"You work in /tmp/acp-snap-cwd-q1.","tools":[{"name":"bash"}]},"reason":"initial"}}'
+        printf '%s\n' '{"type":"text-chunks","seq0":2,"time0":1796028374900,"data":{"turn":1,"step":1,"index":0,"dt":[3,-1],"texts":["a","b","c"]}}'
+        printf '%s\n' '{"type":"hook/result","seq":5,"time":1796028374950,"data":{"durationMs":17,"path":"/tmp/acp-snap-cwd-q1\\a\\b"}}'
+        printf '%s\n' '{"type":"tool/result","seq":6,"time":1796028374960,"data":{"text":"see /tmp/dsh-acp-snap-012345678/session-0123456789ab/0123456789ab-out.txt. Use read with offset/limit"}}'
+    } > log
+    run -0 scrub --session log
+    assert_output '{"type":"session","version":0,"id":"{{sessionId}}","createdAt":0,"cwd":"{{cwd}}","delegationDepth":0}
+{"type":"turn/start","data":{"turn":1}}
+{"type":"request/header","data":{"header":{"config":{"model":"m"},"system":"{{system}}","tools":"{{tools}}"},"reason":"initial"}}
+{"type":"text-chunks","data":{"turn":1,"step":1,"index":0,"dt":[0,0],"texts":["a","b","c"]}}
+{"type":"hook/result","data":{"durationMs":0,"path":"{{cwd}}/a/b"}}
+{"type":"tool/result","data":{"text":"see {{spillLocator:out.txt}}. Use read with offset/limit"}}'
+    run -0 scrub --session --persisted log
+    assert_line --index 1 '{"type":"turn/start","seq":0,"time":0,"data":{"turn":1}}'
+    assert_line --index 3 '{"type":"text-chunks","seq0":2,"time0":0,"data":{"turn":1,"step":1,"index":0,"dt":[0,0],"texts":["a","b","c"]}}'
+}
+
+@test "--session: an explicit context replaces the header's own values" {
+    printf '%s\n' '{"type":"session","id":"abc","cwd":"/a"}' '{"type":"x","data":{"s":"abc /a /b"}}' > log
+    run -0 scrub --session --cwd /b log
+    assert_output '{"type":"session","id":"abc","cwd":"/a"}
+{"type":"x","data":{"s":"abc /a {{cwd}}"}}'
+}
+
+@test "--session: a log whose first record is not a session header is trouble" {
+    printf '%s\n' '{"type":"turn/start","data":{"turn":1}}' > log
+    run -2 --separate-stderr scrub --session log
+    assert_equal "$stderr" 'scrub: log:1: not a session log: the first record is not a session header'
+    printf '%s\n' '{"type":"session"}' '"str"' > log
+    run -2 --separate-stderr scrub --session log
+    assert_equal "$stderr" 'scrub: log:2: record is not a JSON object'
+}
+
+# ---------------------------------------------------------------- fixtures
+
+@test "--fixture: projects, packs, tokenizes the generated cwd and request headers, keeps ids" {
+    {
+        printf '%s\n' '{"type":"session","id":"s1","createdAt":5,"cwd":"/tmp/acp-snap-cwd-q1"}'
+        printf '%s\n' '{"type":"request/header","seq":0,"time":9,"data":{"header":{"system":"cwd /tmp/acp-snap-cwd-q1","tools":[]},"reason":"initial"}}'
+        for i in 1 2 3; do
+            printf '{"type":"assistant/chunk","seq":%d,"time":%d,"data":{"turn":1,"step":1,"chunk":{"type":"text-delta","index":0,"text":"t%d"}}}\n' $i $((10 + i)) $i
+        done
+        printf '%s\n' '{"type":"tool/result","seq":4,"time":20,"data":{"a":"/private/var/acp-snap-cwd-q1/x","b":"/tmp/acp-snap-cwd-q10"}}'
+    } > log
+    run -0 scrub --fixture log
+    assert_output '{"type":"session","id":"s1","createdAt":5,"cwd":"{{cwd}}"}
+{"type":"request/header","data":{"header":{"system":"{{system}}","tools":"{{tools}}"},"reason":"initial"}}
+{"type":"text-chunks","data":{"turn":1,"step":1,"index":0,"dt":[1,1],"texts":["t1","t2","t3"]}}
+{"type":"tool/result","data":{"a":"{{cwd}}/x","b":"/tmp/acp-snap-cwd-q10"}}'
+    run -0 scrub --fixture --keep-cwd log
+    assert_line --index 0 '{"type":"session","id":"s1","createdAt":5,"cwd":"/tmp/acp-snap-cwd-q1"}'
+    assert_line --index 3 '{"type":"tool/result","data":{"a":"/private/var/acp-snap-cwd-q1/x","b":"/tmp/acp-snap-cwd-q10"}}'
+}
+
+@test "--fixture: a header cwd without a basename is trouble" {
+    printf '%s\n' '{"type":"session","id":"s1","cwd":"/"}' > log
+    run -2 --separate-stderr scrub --fixture log
+    assert_equal "$stderr" 'scrub: log:1: the header cwd has no basename to tokenize (see --keep-cwd)'
+}

@@ -24,13 +24,13 @@ tree_sum() { (cd "$1" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sh
 
 @test "scenarios: make replay passes every scenario and writes nothing in the tree" {
     local before gs; before=$(tree_sum "$ROOT/scenarios")
-    gs=$(git -C "$ROOT" status --porcelain -- scenarios)
-    run -0 make -s -C "$ROOT" -f share/acpsnap.mk ACPSNAP_SNAPSHOTS=scenarios ACPSNAP_BIN="$ROOT/bin" acpsnap-replay
+    gs=$(git -C "$ROOT" status --porcelain --ignored)
+    run -0 make -s -C "$ROOT" replay
     local n; n=$(grep -c . "$ROOT/scenarios/scenarios.jsonl")
     [ "$(grep -cE '^ok +[a-z0-9-]+ +[0-9]+\.[0-9]{3} s$' <<<"$output")" = "$n" ]
     assert_line --regexp "^replay: $n scenarios: $n passed, 0 failed, 0 skipped \([0-9.]+ s\)$"
     assert_equal "$(tree_sum "$ROOT/scenarios")" "$before"
-    assert_equal "$(git -C "$ROOT" status --porcelain -- scenarios)" "$gs"
+    assert_equal "$(git -C "$ROOT" status --porcelain --ignored)" "$gs"
     [ -z "$(ls -A "$TMPDIR")" ]
 }
 

@@ -1,0 +1,51 @@
+#!/usr/bin/env bats
+# The reference agent under valgrind (memcheck): a tool turn, parallel tool
+# calls, a cancelled hang and compaction, with no memory errors and no
+# definite leaks (the bash tool's shells are not traced).
+bats_require_minimum_version 1.5.0
+load helpers/common
+load helpers/agent
+
+DATA=$BATS_TEST_DIRNAME/agent-data
+
+setup() {
+    command -v valgrind >/dev/null || skip "valgrind is not installed"
+    [ -z "${ACPSNAP_AGENT_BIN:-}" ] || skip "another agent build is under test"
+    [[ "${ACPSNAP_BUILD:-}" != *asan* ]] || skip "valgrind does not run sanitizer builds"
+    VG=$BATS_TEST_TMPDIR/vg-agent
+    printf '#!/bin/sh\nexec valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite --log-file=%s "%s" "$@"\n' \
+        "$BATS_TEST_TMPDIR/vg.log" "$ROOT/example/acpsnap-agent" > "$VG"
+    chmod +x "$VG"
+    AGENT_BIN=$VG
+}
+
+vg_clean() {
+    [ "$AGENT_RC" -eq 0 ] || { cat "$BATS_TEST_TMPDIR/vg.log"; return 1; }
+    [ ! -s "$BATS_TEST_TMPDIR/vg.log" ] || { cat "$BATS_TEST_TMPDIR/vg.log"; return 1; }
+}
+
+@test "valgrind: a tool turn and two parallel tool calls" {
+    agent_start ACPSNAP_REPLAY_SCRIPT="$DATA/tool-turn.jsonl"
+    new_session
+    prompt 2 "Run echo SNAPSHOT_OK, then say DONE."
+    wait_lines 6
+    agent_stop
+    vg_clean
+    agent_start ACPSNAP_REPLAY_SCRIPT="$DATA/parallel.jsonl" ACPSNAP_PERSISTENCE=zstd
+    new_session
+    prompt 2 "Run two commands."
+    wait_lines 8
+    agent_stop
+    vg_clean
+}
+
+@test "valgrind: cancel during a hang" {
+    agent_start ACPSNAP_REPLAY_SCRIPT="$DATA/hang.jsonl"
+    new_session
+    prompt 2 "Start a long task."
+    wait_file "$W/.stream-ready"
+    send "{\"jsonrpc\":\"2.0\",\"method\":\"session/cancel\",\"params\":{\"sessionId\":\"$SID\"}}"
+    wait_lines 4
+    agent_stop
+    vg_clean
+}

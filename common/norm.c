@@ -26,6 +26,7 @@ struct as_norm {
     unsigned char tb[8];       // the same bytes as a list (for the SIMD scan)
     int ntb;                   // 0: too many, use the table
     int plain_ids;             // some id is not UUID-shaped (searched with memmem)
+    int sp_sep;                // every cwd spelling holds a separator (cannot hide in a UUID)
     // stdout id renumbering: open addressing over the id token bytes
     struct idslot { char *k; size_t n; long v; } *tab;
     size_t tcap, tn;
@@ -163,6 +164,9 @@ static void rebuild_trig(as_norm *n)
     n->trig['-'] |= T_DASH;
     for (size_t i = 0; i < n->nsp; i++) n->trig[(unsigned char)n->sp[i].p[0]] |= T_SP;
     // UUID-shaped ids are found through the UUID rule's '-' trigger
+    n->sp_sep = 1;
+    for (size_t i = 0; i < n->nsp; i++)
+        if (!memchr(n->sp[i].p, '/', n->sp[i].n) && !memchr(n->sp[i].p, '\\', n->sp[i].n)) n->sp_sep = 0;
     n->plain_ids = 0;
     for (size_t i = 0; i < n->nid; i++)
         if (n->id[i].n != 36 || !uuid_at(n->id[i].p)) n->plain_ids = 1;
@@ -1083,6 +1087,11 @@ static void ed_string(ed *e, int tok, int is_path)
     if (!ed_cand(e, t->start, t->end)) return;
     const char *body = j->s + t->start + 1;
     size_t blen = t->end - t->start - 2;
+    // the common case of a string that is one UUID (a session id): no other rule can apply
+    if (blen == 36 && !t->esc && n->sp_sep && !n->plain_ids && uuid_at(body)) {
+        ed_rep(e, tok, "\"{{sessionId}}\"", 15);
+        return;
+    }
     if (t->esc) {
         as_buf_reset(&n->dec);
         as_jstr_decode(body, blen, &n->dec);
@@ -1368,7 +1377,8 @@ static int pass_basename(const char *s, size_t n, const char *base, size_t bl, a
         for (;;) {
             if (starts(s, c, n, base, bl)) {
                 size_t q = c + bl;
-                if (q == n || is_sep(s[q]) || boundary_at(s, q, n)) end = q;
+                // dsh's lookahead here is PATH_TEXT_BOUNDARY without the backtick
+                if (q == n || is_sep(s[q]) || (s[q] != '`' && boundary_at(s, q, n))) end = q;
             }
             size_t q = c;
             while (q < n && !is_sep(s[q]) && s[q] != '<' && s[q] != '>' && s[q] != '"' && !js_space_at(s, q, n)) q++;

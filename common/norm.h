@@ -8,6 +8,8 @@
 // volatile value comes out byte-identical.
 //
 // To be included from acpsnap.h (until then include it after acpsnap.h).
+// Not thread-safe: a context holds scratch buffers, and calls without a
+// context share one static scratch context.
 #ifndef ACPSNAP_NORM_H
 #define ACPSNAP_NORM_H
 
@@ -55,6 +57,7 @@ int as_norm_str_may_change(const as_norm *n, const char *s, size_t len, int is_p
 
 // Appends value token tok of j to out, compact, with every string value
 // scrubbed (object keys are never scrubbed). Unchanged scalars copied verbatim.
+// n NULL: no scrubbing (just the compact bytes).
 void as_norm_value(const as_norm *n, const as_json *j, int tok, as_buf *out);
 
 // ---------------------------------------------------------------- request headers
@@ -98,7 +101,9 @@ enum {
     AS_NS_COMPARE = 2 | 4 | 8 | 16,  // the comparison form (oracle .normalized.jsonl)
 };
 // Session log: one record (root 0 an object; the caller checks). Appends the
-// normalized compact record (no LF) to out.
+// normalized compact record (no LF) to out. n may be NULL when flags lack
+// AS_NS_SCRUB. dsh's normalizeSessionLog(scrubSessionSnapshot(x), ctx), the
+// oracle's .normalized.jsonl, is AS_NS_COMPARE (| AS_NS_HEADER on line 1).
 void as_norm_session_record(const as_norm *n, const as_json *j, unsigned flags, as_buf *out);
 
 // --fixture cwd tokenization (dsh tokenizeSessionFixtureCwd): every string of

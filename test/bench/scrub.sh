@@ -69,7 +69,7 @@ zin=$T/scrub-session-$MB.jsonl.zst
 measure "scrub --session (zstd input)" "$lb" scrub --session --cwd "$CWD" --session-id "$SID" "$zin"
 
 # The comparable jq scrub: every string through the cwd and UUID regexes,
-# envelopes dropped and times zeroed. jq manages well under 1 MB/s here, so
+# envelopes dropped and times zeroed. jq manages a few MB/s at best here, so
 # it runs on a 2 MB slice and its rate is scaled from that.
 cat > "$T/scrub.jq" <<EOF
 def s: gsub("(?<![A-Za-z0-9._-])$CWD(?=[/\\\\\\\\\\\\s\"'<>(),;:!?=]|\$)"; "{{cwd}}")

@@ -444,9 +444,11 @@ guard_says() {
     assert_equal "$stderr" ''
 }
 
-@test "trouble: a packed row the codec cannot decode" {
+@test "a packed row the codec cannot decode is one more problem" {
     cp "$CORPUS/acp-agent/snapshots/fs-read/session.jsonl" s/plain-turn/session.jsonl
     sed -i '12s/"dt":\[0,/"dt":[/' s/plain-turn/session.jsonl
-    run -2 --separate-stderr fixture-guard s
-    assert_equal "$stderr" 'fixture-guard: s/plain-turn/session.jsonl:12: malformed reasoning-chunks row: dt length 27 does not match 29 members'
+    rm s/no-model/stdout.expected.jsonl
+    run -1 --separate-stderr fixture-guard s
+    assert_equal "$stderr" 'fixture-guard: s/plain-turn/session.jsonl:12: malformed reasoning-chunks row: dt length 27 does not match 29 members
+fixture-guard: s/no-model/stdout.expected.jsonl: missing; every scenario needs its expected stdout'
 }

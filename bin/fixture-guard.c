@@ -47,16 +47,6 @@ static void table_report(void *ctx, const char *file, long line, const char *msg
     problem(file, line, "%s", msg);
 }
 
-static char *path2(const char *a, const char *b)
-{
-    size_t na = strlen(a), nb = strlen(b);
-    char *p = as_xmalloc(na + nb + 2);
-    memcpy(p, a, na);
-    p[na] = '/';
-    memcpy(p + na + 1, b, nb + 1);
-    return p;
-}
-
 // Reads a whole plain file; 0 on success, -1 (errno set) when it cannot.
 static int slurp(const char *path, as_buf *b)
 {
@@ -267,7 +257,7 @@ static void check_scenario(const char *dir, const as_table *t, scen *sv, size_t 
 {
     scen *S = &sv[i];
     const as_scenario *sc = S->sc;
-    char *sdir = path2(dir, sc->name);
+    char *sdir = as_path_join(dir, sc->name);
     DIR *d = opendir(sdir);
     if (!d) {
         if (errno != ENOENT && errno != ENOTDIR) as_die_sys("open directory %s", sdir);
@@ -281,7 +271,7 @@ static void check_scenario(const char *dir, const as_table *t, scen *sv, size_t 
     for (struct dirent *e; (e = readdir(d));) {
         if (e->d_name[0] == '.' && (!e->d_name[1] || (e->d_name[1] == '.' && !e->d_name[2]))) continue;
         if (e->d_type != DT_REG && e->d_type != DT_LNK && e->d_type != DT_UNKNOWN) continue;
-        char *p = path2(sdir, e->d_name);
+        char *p = as_path_join(sdir, e->d_name);
         int reg = e->d_type == DT_REG || is_file(p);
         free(p);
         if (!reg) continue;
@@ -298,7 +288,7 @@ static void check_scenario(const char *dir, const as_table *t, scen *sv, size_t 
     char *childseen = calloc(1, 1);
     for (size_t k = 0; k < nn; k++) {
         const char *f = names[k];
-        char *fp = path2(sdir, f);
+        char *fp = as_path_join(sdir, f);
         int ci;
         if (!strcmp(f, "input.json")) has_input = 1;
         else if (!strcmp(f, "stdout.expected.jsonl")) has_stdout = 1;
@@ -329,17 +319,17 @@ static void check_scenario(const char *dir, const as_table *t, scen *sv, size_t 
         free(fp);
     }
     char *p;
-    if (!has_input) { p = path2(sdir, "input.json"); problem(p, 0, "missing; every scenario needs its drive script"); free(p); }
-    if (!has_stdout) { p = path2(sdir, "stdout.expected.jsonl"); problem(p, 0, "missing; every scenario needs its expected stdout"); free(p); }
-    if (!has_primary) { p = path2(sdir, "session.jsonl"); problem(p, 0, "missing; every scenario needs its session fixture (header-only when there is no model call)"); free(p); }
+    if (!has_input) { p = as_path_join(sdir, "input.json"); problem(p, 0, "missing; every scenario needs its drive script"); free(p); }
+    if (!has_stdout) { p = as_path_join(sdir, "stdout.expected.jsonl"); problem(p, 0, "missing; every scenario needs its expected stdout"); free(p); }
+    if (!has_primary) { p = as_path_join(sdir, "session.jsonl"); problem(p, 0, "missing; every scenario needs its session fixture (header-only when there is no model call)"); free(p); }
     if (has_override != sc->overridden) {
-        p = path2(sdir, "replay.override.json");
+        p = as_path_join(sdir, "replay.override.json");
         if (has_override) problem(p, 0, "present but the row is not \"overridden\": true, and replay would apply it silently; set overridden or delete it");
         else problem(p, 0, "missing, but the row is \"overridden\": true; add the override or unset overridden");
         free(p);
     }
     if (has_win != sc->pinsNativeWindowsStdout) {
-        p = path2(sdir, "stdout.expected.windows.jsonl");
+        p = as_path_join(sdir, "stdout.expected.windows.jsonl");
         if (has_win) problem(p, 0, "stray platform variant: the row does not set pinsNativeWindowsStdout; set it or delete the file");
         else problem(p, 0, "missing, but the row sets pinsNativeWindowsStdout; add the Windows transcript or unset it");
         free(p);
@@ -352,7 +342,7 @@ static void check_scenario(const char *dir, const as_table *t, scen *sv, size_t 
         while (!childseen[next]) next++;
         char f[64];
         snprintf(f, sizeof f, "session.%d.jsonl", next);
-        p = path2(sdir, f);
+        p = as_path_join(sdir, f);
         problem(p, 0, "child session fixtures must be contiguous: session.%d.jsonl is missing; renumber the children", nchild + 1);
         free(p);
     }
@@ -362,7 +352,7 @@ static void check_scenario(const char *dir, const as_table *t, scen *sv, size_t 
     // Fixture contents.
     unsigned what = FX_LAYOUT | FX_CONTENT | (sc->pinsHeader ? FX_PIN : 0);
     if (has_primary) {
-        p = path2(sdir, "session.jsonl");
+        p = as_path_join(sdir, "session.jsonl");
         check_fixture(p, what, &S->primary);
         free(p);
     }
@@ -370,14 +360,14 @@ static void check_scenario(const char *dir, const as_table *t, scen *sv, size_t 
         char f[64];
         fxinfo fi;
         snprintf(f, sizeof f, "session.%d.jsonl", c);
-        p = path2(sdir, f);
+        p = as_path_join(sdir, f);
         if (is_file(p)) check_fixture(p, what, &fi);   // a pin's children keep their prefixes too, as in dsh
         free(p);
     }
-    if (has_stdout) { p = path2(sdir, "stdout.expected.jsonl"); check_stdout(p); free(p); }
+    if (has_stdout) { p = as_path_join(sdir, "stdout.expected.jsonl"); check_stdout(p); free(p); }
     if (has_input) {
         as_input in;
-        p = path2(sdir, "input.json");
+        p = as_path_join(sdir, "input.json");
         as_input_load(p, &in, table_report, NULL);
         as_input_free(&in);
         free(p);
@@ -401,9 +391,9 @@ static void check_owned(const char *dir, scen *sv, owned *ov, size_t n)
     for (size_t i = 0; i < n; i++) {
         scen *S = &sv[i];
         if (!S->exists) continue;
-        char *sdir = path2(dir, S->sc->name);
+        char *sdir = as_path_join(dir, S->sc->name);
         if (S->owns_prompt) {
-            char *p = path2(sdir, "system-prompt.expected.md");
+            char *p = as_path_join(sdir, "system-prompt.expected.md");
             if (!(ov[i].has_prompt = read_sidecar(p, &ov[i].prompt)))
                 problem(p, 0, "missing, but %s owns the system-prompt sidecar of a header pin; write it with sidecar-dedupe from the pin's raw capture", S->sc->name);
             else if (ov[i].prompt.n == 0 || strspn(ov[i].prompt.p, " \t\r\n") == ov[i].prompt.n)
@@ -415,7 +405,7 @@ static void check_owned(const char *dir, scen *sv, owned *ov, size_t n)
             free(p);
         }
         if (S->owns_schemas) {
-            char *p = path2(sdir, "tool-schemas.expected.json");
+            char *p = as_path_join(sdir, "tool-schemas.expected.json");
             int nini = 0;
             const char *err;
             if (!(ov[i].has_schemas = read_sidecar(p, &ov[i].schemas)))
@@ -436,8 +426,8 @@ static void check_owned(const char *dir, scen *sv, owned *ov, size_t n)
                 int ha = w ? ov[i].has_schemas : ov[i].has_prompt, hb = w ? ov[k].has_schemas : ov[k].has_prompt;
                 if (!ha || !hb || a->n != b->n || memcmp(a->p, b->p, a->n)) continue;
                 const char *f = w ? "tool-schemas.expected.json" : "system-prompt.expected.md";
-                char *pi = path2(dir, sv[i].sc->name), *pk = path2(dir, sv[k].sc->name);
-                char *fi = path2(pi, f);
+                char *pi = as_path_join(dir, sv[i].sc->name), *pk = as_path_join(dir, sv[k].sc->name);
+                char *fi = as_path_join(pi, f);
                 problem(fi, 0, "identical to %s/%s; commit it once: name %s as the %s of the pins that use %s, and delete this copy",
                         pk, f, sv[k].sc->name, w ? "toolSchemasSource" : "systemPromptSource", sv[i].sc->name);
                 free(pi); free(pk); free(fi);
@@ -450,7 +440,7 @@ static void check_pin(const char *dir, scen *sv, owned *ov, size_t i)
     scen *S = &sv[i];
     const as_scenario *sc = S->sc;
     if (!S->exists || !S->nsess || !S->primary.ok) return;
-    char *sdir = path2(dir, sc->name), *fx = path2(sdir, "session.jsonl");
+    char *sdir = as_path_join(dir, sc->name), *fx = as_path_join(sdir, "session.jsonl");
     long H = S->primary.headers, want = 1 + (long)sc->expectedHeaderChanges;
     if (H != want)
         problem(fx, 0, "the pin carries %ld request headers; a pin carries 1 + expectedHeaderChanges = %ld (fix expectedHeaderChanges or the fixture)", H, want);
@@ -461,14 +451,14 @@ static void check_pin(const char *dir, scen *sv, owned *ov, size_t i)
         problem(fx, S->primary.notools_line, "the pin's request header has no \"tools\": \"{{tools}}\" to restore its sidecar schemas into");
     int ss = S->schema_src, ps = S->prompt_src;
     if (ss >= 0 && ov[ss].schemas_ok && H > 0 && ov[ss].nsets != H) {
-        char *o = path2(dir, sv[ss].sc->name), *f = path2(o, "tool-schemas.expected.json");
+        char *o = as_path_join(dir, sv[ss].sc->name), *f = as_path_join(o, "tool-schemas.expected.json");
         problem(f, 0, "holds %d tool-schema sets, but %s/session.jsonl has %ld request headers; regenerate it with sidecar-dedupe", ov[ss].nsets, sc->name, H);
         free(o); free(f);
     }
     if (ps >= 0 && ov[ps].prompt_ok && H > 0) {
         int np = 1 + as_prompt_sidecar_changes(ov[ps].prompt.p, ov[ps].prompt.n);
         if (np != H) {
-            char *o = path2(dir, sv[ps].sc->name), *f = path2(o, "system-prompt.expected.md");
+            char *o = as_path_join(dir, sv[ps].sc->name), *f = as_path_join(o, "system-prompt.expected.md");
             problem(f, 0, "holds %d prompt sections, but %s/session.jsonl has %ld request headers; regenerate it with sidecar-dedupe", np, sc->name, H);
             free(o); free(f);
         }
@@ -482,7 +472,7 @@ static void check_children(const char *dir, scen *sv, owned *ov, size_t i)
     scen *S = &sv[i];
     const as_scenario *sc = S->sc;
     if (!S->exists) return;
-    char *sdir = path2(dir, sc->name);
+    char *sdir = as_path_join(dir, sc->name);
     int pin = S->pin_idx;
     const owned *cp = pin >= 0 && sv[pin].prompt_src >= 0 ? &ov[sv[pin].prompt_src] : NULL;
     as_buf b = {0};
@@ -496,7 +486,7 @@ static void check_children(const char *dir, scen *sv, owned *ov, size_t i)
             if (S->nsess && c >= S->nsess)
                 problem(sdir, 0, "%s names child %d, but there is no session.%d.jsonl; drop %d from %s", field, c, c, c, field);
             snprintf(f, sizeof f, w ? "tool-schemas.%d.expected.json" : "system-prompt.%d.expected.md", c);
-            char *p = path2(sdir, f);
+            char *p = as_path_join(sdir, f);
             if (!read_sidecar(p, &b)) {
                 problem(p, 0, "missing, but %s declares child %d; record the scenario (or run sidecar-dedupe) to write it, or drop %d from %s", field, c, c, field);
             } else if (w) {
@@ -579,7 +569,7 @@ static int guard_dir(const char *arg, void *ctx)
     struct stat st;
     if (stat(dir, &st) < 0) as_die_sys("open directory %s", dir);
     if (!S_ISDIR(st.st_mode)) as_die_at(dir, 0, 0, "not a directory");
-    char *tpath = path2(dir, "scenarios.jsonl");
+    char *tpath = as_path_join(dir, "scenarios.jsonl");
     if (access(tpath, R_OK) < 0) as_die_sys("read the scenario table %s", tpath);
     long before = nproblems;
     as_table t;
@@ -600,7 +590,7 @@ static int guard_dir(const char *arg, void *ctx)
         for (int k = 0; k < ne; k++) {
             const char *nm = ents[k]->d_name;
             if (strcmp(nm, ".") && strcmp(nm, "..") && !as_table_find(&t, nm)) {
-                char *p = path2(dir, nm);
+                char *p = as_path_join(dir, nm);
                 struct stat es;
                 if (stat(p, &es) == 0 && S_ISDIR(es.st_mode))
                     problem(p, 0, "orphaned scenario directory: no row of scenarios.jsonl names it; register it or delete it");
@@ -667,7 +657,7 @@ static void walk(const char *dir)
     for (int k = 0; k < ne; k++) {
         const char *nm = ents[k]->d_name;
         if (nm[0] != '.' && strcmp(nm, "node_modules")) {
-            char *p = strcmp(dir, ".") ? path2(dir, nm) : as_xstrdup(nm);
+            char *p = strcmp(dir, ".") ? as_path_join(dir, nm) : as_xstrdup(nm);
             struct stat st;
             if (lstat(p, &st) == 0) {
                 if (S_ISDIR(st.st_mode)) walk(p);

@@ -51,16 +51,6 @@ static void table_report(void *ctx, const char *file, long line, const char *msg
     problem(file, line, "%s", msg);
 }
 
-static char *path2(const char *a, const char *b)
-{
-    size_t na = strlen(a), nb = strlen(b);
-    char *p = as_xmalloc(na + nb + 2);
-    memcpy(p, a, na);
-    p[na] = '/';
-    memcpy(p + na + 1, b, nb + 1);
-    return p;
-}
-
 static int exists(const char *p)
 {
     struct stat st;
@@ -178,7 +168,7 @@ static void format_schemas(const seq *q, as_buf *out)
 // The context of a capture: its run.json, else the logs' own headers.
 static void load_context(as_norm *n, const char *rawdir, const char *primary)
 {
-    char *rj = rawdir ? path2(rawdir, "run.json") : NULL;
+    char *rj = rawdir ? as_path_join(rawdir, "run.json") : NULL;
     if (rj && exists(rj)) {
         as_norm_load_file(n, rj);
     } else {
@@ -218,7 +208,7 @@ static void claim_put(run *r, claim *c, int owner, int claimant, const as_buf *t
     }
     if (c->diverged || (c->text.n == text->n && !memcmp(c->text.p, text->p, text->n))) return;
     c->diverged = 1;
-    char *o = path2(r->dir, r->t.v[owner].name), *f = path2(o, file);
+    char *o = as_path_join(r->dir, r->t.v[owner].name), *f = as_path_join(o, file);
     problem(f, 0, "pins %s and %s generate different bytes for this shared sidecar; give one of them its own source",
             r->t.v[c->claimant].name, r->t.v[claimant].name);
     free(o);
@@ -256,7 +246,7 @@ static void pin_claim(run *r, int owner, size_t pin, const as_buf *text, int sch
 {
     const char *file = schemas ? "tool-schemas.expected.json" : "system-prompt.expected.md";
     if (r->checking) {
-        char *o = path2(r->dir, r->t.v[owner].name), *f = path2(o, file);
+        char *o = as_path_join(r->dir, r->t.v[owner].name), *f = as_path_join(o, file);
         compare_committed(f, text, r->t.v[pin].name, rawdir);
         free(o); free(f);
     } else {
@@ -273,7 +263,7 @@ static void do_scenario(run *r, size_t i, int named)
         if (named) problem(r->t.path, sc->line, "%s: neither a header pin nor a scenario with child pins; it has no sidecars", sc->name);
         return;
     }
-    char *rawdir = path2(r->raw, sc->name), *primary = path2(rawdir, "session.jsonl");
+    char *rawdir = as_path_join(r->raw, sc->name), *primary = as_path_join(rawdir, "session.jsonl");
     if (!exists(primary)) {
         if (named) problem(rawdir, 0, "no raw capture (session.jsonl) for %s; run the scenario first", sc->name);
         free(rawdir); free(primary);
@@ -281,7 +271,7 @@ static void do_scenario(run *r, size_t i, int named)
     }
     as_norm *n = as_norm_new();
     load_context(n, rawdir, primary);
-    char *sdir = path2(r->dir, sc->name);
+    char *sdir = as_path_join(r->dir, sc->name);
     as_buf text = {0};
     if (pin) {
         seq q = {0};
@@ -307,9 +297,9 @@ static void do_scenario(run *r, size_t i, int named)
         for (size_t k = 0; k < nv; k++) {
             char f[64];
             snprintf(f, sizeof f, "session.%d.jsonl", v[k]);
-            char *log = path2(rawdir, f);
+            char *log = as_path_join(rawdir, f);
             snprintf(f, sizeof f, w ? "tool-schemas.%d.expected.json" : "system-prompt.%d.expected.md", v[k]);
-            char *out = path2(sdir, f);
+            char *out = as_path_join(sdir, f);
             seq q = {0};
             if (!exists(log)) {
                 problem(rawdir, 0, "no child log session.%d.jsonl in the raw capture, but %s declares child %d",
@@ -345,7 +335,7 @@ static void check_ownership(run *r)
         const char *file = w ? "tool-schemas.expected.json" : "system-prompt.expected.md";
         for (size_t i = 0; i < r->t.n; i++) {
             int owns = w ? r->roles[i].owns_schemas : r->roles[i].owns_prompt;
-            char *sdir = path2(r->dir, r->t.v[i].name), *p = path2(sdir, file);
+            char *sdir = as_path_join(r->dir, r->t.v[i].name), *p = as_path_join(sdir, file);
             int has = exists(p);
             if (owns && !has && exists(sdir))
                 problem(p, 0, "missing, but %s owns this sidecar of a header pin; write it with sidecar-dedupe", r->t.v[i].name);
@@ -356,7 +346,7 @@ static void check_ownership(run *r)
                 as_read_file(p, &a);
                 for (size_t k = 0; k < i; k++) {
                     if (!(w ? r->roles[k].owns_schemas : r->roles[k].owns_prompt)) continue;
-                    char *kd = path2(r->dir, r->t.v[k].name), *kp = path2(kd, file);
+                    char *kd = as_path_join(r->dir, r->t.v[k].name), *kp = as_path_join(kd, file);
                     if (exists(kp)) {
                         as_buf_reset(&b);
                         as_read_file(kp, &b);
@@ -383,11 +373,11 @@ static int table_run(const char *dirarg, const char *rawarg, int checking, char 
     struct stat st;
     if (stat(dir, &st) < 0) as_die_sys("open directory %s", dir);
     if (!S_ISDIR(st.st_mode)) as_die_at(dir, 0, 0, "not a directory");
-    char *raw = rawarg ? as_xstrdup(rawarg) : path2(dir, "../raw");
+    char *raw = rawarg ? as_xstrdup(rawarg) : as_path_join(dir, "../raw");
     r.dir = dir;
     r.raw = raw;
     r.checking = checking;
-    char *tpath = path2(dir, "scenarios.jsonl");
+    char *tpath = as_path_join(dir, "scenarios.jsonl");
     if (access(tpath, R_OK) < 0) as_die_sys("read the scenario table %s", tpath);
     as_table_load(tpath, &r.t, table_report, NULL);
     r.roles = as_xmalloc((r.t.n + 1) * sizeof *r.roles);
@@ -409,7 +399,7 @@ static int table_run(const char *dirarg, const char *rawarg, int checking, char 
         for (int w = 0; w < 2; w++) {
             claim *c = w ? &r.schemas[i] : &r.prompt[i];
             if (c->claimant < 0 || c->diverged) continue;
-            char *sdir = path2(dir, r.t.v[i].name), *p = path2(sdir, w ? "tool-schemas.expected.json" : "system-prompt.expected.md");
+            char *sdir = as_path_join(dir, r.t.v[i].name), *p = as_path_join(sdir, w ? "tool-schemas.expected.json" : "system-prompt.expected.md");
             if (checking) {
                 ;   // compared per claimant in do_scenario
             } else if (exists(sdir)) {

@@ -47,6 +47,7 @@ extern void (*as_die_hook)(int code);
 void *as_xmalloc(size_t n);             // never NULL; dies on exhaustion
 void *as_xrealloc(void *p, size_t n);
 char *as_xstrdup(const char *s);
+char *as_path_join(const char *dir, const char *name);   // "dir/name", caller frees
 // Standard --help / --version handling: prints usage to stdout, exit 0.
 _Noreturn void as_usage_exit(const char *usage, int code);  // code 0: stdout; else stderr "usage: ..." exit code
 _Noreturn void as_version_exit(void);

@@ -107,6 +107,16 @@ char *as_xstrdup(const char *s)
     return memcpy(as_xmalloc(n), s, n);
 }
 
+char *as_path_join(const char *dir, const char *name)
+{
+    size_t na = strlen(dir), nb = strlen(name);
+    char *p = as_xmalloc(na + nb + 2);
+    memcpy(p, dir, na);
+    p[na] = '/';
+    memcpy(p + na + 1, name, nb + 1);
+    return p;
+}
+
 void as_usage_exit(const char *usage, int code)
 {
     if (code == 0) {

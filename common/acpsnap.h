@@ -152,7 +152,11 @@ static inline int as_json_tok_is(const as_json *j, int tok, const char *lit, siz
     const as_tok *t = &j->t[tok];
     if (t->type != AS_JSTR) return 0;
     if (t->esc) return as_json_streq(j, tok, lit);
-    return t->end - t->start - 2 == n && !__builtin_memcmp(j->s + t->start + 1, lit, n);
+    if (t->end - t->start - 2 != n) return 0;
+    const char *s = j->s + t->start + 1;
+    for (size_t i = 0; i < n; i++)   // short literals: a loop beats a call to memcmp
+        if (s[i] != lit[i]) return 0;
+    return 1;
 }
 // Plain integer (-?[0-9]+, no fraction/exponent) within ±(2^53−1): 1 and *out.
 int as_json_int(const as_json *j, int tok, int64_t *out);
@@ -193,6 +197,11 @@ typedef struct {
     long lineno;                   // source line
     int member;                    // index within a packed row, -1 for a plain line
     int projected;                 // 1 when the source line had no envelope
+    // (internal) the decoder's pick of the root members of *root_j: count,
+    // type, seq, time, data. Ignored unless root_j == j, so an event built
+    // by hand (or a copy with rewritten bytes) is classified from scratch.
+    const as_json *root_j;
+    int root[5];
 } as_event;
 typedef struct as_sess as_sess;
 // Opens a session log. Reads and checks line 1 (an object whose "type" is

@@ -86,10 +86,17 @@ static int fill(as_in *in)
             return 1;
         }
         if (in->eof) return 0;
-        in->rpos = in->rn = 0;
-        size_t r = raw_fill(in);
-        if (r) { as_buf_put(&in->d, in->raw, r); in->rpos = in->rn; }
-        return r > 0;
+        // Plain text is read straight into the line buffer.
+        as_buf_grow(&in->d, RAWSZ);
+        for (;;) {
+            ssize_t r = read(in->fd, in->d.p + in->d.n, in->d.cap - in->d.n - 1);
+            if (r < 0 && errno == EINTR) continue;
+            if (r < 0) as_die_sys("read %s", in->name);
+            if (r == 0) { in->eof = 1; return 0; }
+            in->d.n += (size_t)r;
+            in->d.p[in->d.n] = 0;
+            return 1;
+        }
     }
     for (;;) {
         if (in->rpos == in->rn) {

@@ -73,7 +73,7 @@ static int utf8len(const unsigned char *s, size_t p, size_t len)
 
 // Scans the string starting at the quote s[p]; returns 0 and sets *endp
 // just past the closing quote, or -1.
-static int string(as_json *j, size_t p, size_t *endp, int *esc)
+static inline __attribute__((always_inline)) int string(as_json *j, size_t p, size_t *endp, int *esc)
 {
     const unsigned char *s = (const unsigned char *)j->s;
     size_t len = j->len, open = p;
@@ -332,23 +332,33 @@ int as_json_get(const as_json *j, int obj, const char *key)
     return -1;
 }
 
+static inline int short_eq(const char *a, const char *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (a[i] != b[i]) return 0;
+    return 1;
+}
+
 int as_json_pick(const as_json *j, int obj, const as_key *keys, int n, int *idx)
 {
     if (obj < 0 || j->t[obj].type != AS_JOBJ) return -1;
     for (int i = 0; i < n; i++) idx[i] = -1;
-    for (int k = as_json_firstkey(j, obj); k >= 0; k = as_json_nextkey(j, k)) {
+    uint32_t count = j->t[obj].count;
+    int k = obj + 1;
+    // Members are key, value pairs: the next key follows the value's subtree.
+    for (uint32_t m = 0; m < count; m++, k = (int)j->t[k + 1].next) {
         const as_tok *t = &j->t[k];
         size_t len = t->end - t->start - 2;
         for (int i = 0; i < n; i++) {
             if (idx[i] >= 0) continue;
             if (t->esc ? as_json_streq(j, k, keys[i].s)
-                       : (len == keys[i].n && !memcmp(j->s + t->start + 1, keys[i].s, len))) {
+                       : (len == keys[i].n && short_eq(j->s + t->start + 1, keys[i].s, len))) {
                 idx[i] = k + 1;
                 break;
             }
         }
     }
-    return (int)j->t[obj].count;
+    return (int)count;
 }
 
 int as_json_streq(const as_json *j, int tok, const char *lit)

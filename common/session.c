@@ -219,6 +219,7 @@ static void row_member(as_sess *s, as_event *ev)
     ev->json = b->p;
     ev->len = b->n;
     ev->j = &s->ej;
+    ev->root_j = NULL;
     ev->seq = s->row_seq0 + s->row_k;
     ev->time = s->row_time;
     ev->has_int_envelope = 1;
@@ -244,9 +245,10 @@ int as_sess_next(as_sess *s, as_event *ev)
     as_json *j = &s->j;
     if (as_json_parse(j, line, len)) as_json_die(j, name, ln);
     if (j->t[0].type != AS_JOBJ) bad(s, "not a JSON object%s", "");
-    static const as_key rk[] = {AS_KEY("type"), AS_KEY("seq"), AS_KEY("time")};
-    int r[3];
-    as_json_pick(j, 0, rk, 3, r);
+    static const as_key rk[] = {AS_KEY("type"), AS_KEY("seq"), AS_KEY("time"), AS_KEY("data")};
+    int *r = ev->root + 1;
+    ev->root[0] = as_json_pick(j, 0, rk, 4, r);
+    ev->root_j = j;
     int ty = r[0];
     if (ty < 0) bad(s, "missing \"type\"%s", "");
     if (j->t[ty].type != AS_JSTR) bad(s, "\"type\" must be a string%s", "");
@@ -282,6 +284,7 @@ int as_sess_next(as_sess *s, as_event *ev)
         ev->json = s->ebuf.p;
         ev->len = s->ebuf.n;
         ev->j = &s->ej;
+        ev->root_j = NULL;
         ev->seq = s->nextseq;
         ev->time = 0;
         ev->has_int_envelope = 1;
@@ -304,7 +307,15 @@ static as_delta classify(const as_event *ev, delta_f *f)
                                 AS_KEY("name"), AS_KEY("argumentsDelta")};
     int e[4], d[3], c[6];
     if (!ev->has_int_envelope || ev->seq < 0) return AS_DELTA_NONE;
-    if (!exact(j, 0, env, 4, e) || !AS_TOK_IS(j, e[0], "assistant/chunk")) return AS_DELTA_NONE;
+    if (ev->root_j == j) {   // picked by the decoder already
+        if (ev->root[0] != 4) return AS_DELTA_NONE;
+        memcpy(e, ev->root + 1, sizeof e);
+        for (int i = 0; i < 4; i++)
+            if (e[i] < 0) return AS_DELTA_NONE;
+    } else if (!exact(j, 0, env, 4, e)) {
+        return AS_DELTA_NONE;
+    }
+    if (!AS_TOK_IS(j, e[0], "assistant/chunk")) return AS_DELTA_NONE;
     if (!exact(j, e[3], dk, 3, d)) return AS_DELTA_NONE;
     f->turn = d[0];
     f->step = d[1];

@@ -21,7 +21,7 @@ printf '  floor (spawn /bin/cat, echo one line): median %d.%03d ms\n' $((med / 1
 turn() {
     local d=$T/turn.$1 sid
     mkdir -p "$d"
-    rm -f "$d/in"; mkfifo "$d/in"
+    rm -f "$d/in"; mkfifo "$d/in"; : > "$d/out"
     ( cd "$d" && exec /usr/bin/time -f %M -o "$d/rss" env ACPSNAP_SESSIONS_ROOT="$d/s" \
         "$AGENT" --replay "$SCRIPT" < "$d/in" > "$d/out" 2>/dev/null ) &
     exec 8> "$d/in"

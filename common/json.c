@@ -55,7 +55,7 @@ static size_t ws(const char *s, size_t p, size_t len)
 static int hex(unsigned char c) { return (c >= '0' && c <= '9') || ((c | 32) >= 'a' && (c | 32) <= 'f'); }
 
 // Length of the valid UTF-8 sequence at s[p] (lead byte >= 0x80), or 0.
-static int utf8len(const unsigned char *s, size_t p, size_t len)
+static inline int utf8len(const unsigned char *s, size_t p, size_t len)
 {
     unsigned c = s[p];
     int n;
@@ -89,13 +89,16 @@ static inline __attribute__((always_inline)) int string(as_json *j, size_t p, si
                 __m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, q), _mm_cmpeq_epi8(v, b)),
                                          _mm_cmplt_epi8(v, sp));
                 unsigned mask = (unsigned)_mm_movemask_epi8(m);
-                if (mask) { p += (size_t)__builtin_ctz(mask); break; }
+                if (mask) { p += (size_t)__builtin_ctz(mask); goto special; }
                 p += 16;
             }
         }
 #endif
         while (p < len && plain[s[p]]) p++;
         if (p >= len) return fail(j, open, "unterminated string");
+#ifdef __SSE2__
+    special:;
+#endif
         unsigned c = s[p];
         if (c == '"') { *endp = p + 1; return 0; }
         if (c == '\\') {
@@ -349,11 +352,11 @@ int as_json_pick(const as_json *j, int obj, const as_key *keys, int n, int *idx)
     for (uint32_t m = 0; m < count; m++, k = (int)j->t[k + 1].next) {
         const as_tok *t = &j->t[k];
         size_t len = t->end - t->start - 2;
+        const char *ks = j->s + t->start + 1;
         for (int i = 0; i < n; i++) {
-            if (idx[i] >= 0) continue;
             if (t->esc ? as_json_streq(j, k, keys[i].s)
-                       : (len == keys[i].n && short_eq(j->s + t->start + 1, keys[i].s, len))) {
-                idx[i] = k + 1;
+                       : (len == keys[i].n && ks[0] == keys[i].s[0] && short_eq(ks, keys[i].s, len))) {
+                if (idx[i] < 0) idx[i] = k + 1;
                 break;
             }
         }

@@ -35,6 +35,7 @@ UNITS     := $(patsubst test/unit/%.c,$(BUILD)/test/%,$(UNIT_SRC))
 SCRIPTS   := $(wildcard bin/acpsnap-*)
 MAN1      := $(wildcard share/man/man1/*.1)
 MAN5      := $(wildcard share/man/man5/*.5)
+MAN7      := $(wildcard share/man/man7/*.7)
 
 .PHONY: all deps check test unit install uninstall clean bench fuzz fuzz-smoke replay record refresh update
 all: $(TOOLS) $(AGENT) $(UNITS)
@@ -110,11 +111,12 @@ bench: all
 	@./test/bench/run.sh
 
 install: all
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(SHAREDIR)
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man7 $(DESTDIR)$(SHAREDIR)
 	install -m 755 $(TOOLS) $(SCRIPTS) $(DESTDIR)$(BINDIR)
 	[ -z "$(AGENT)" ] || install -m 755 $(AGENT) $(DESTDIR)$(BINDIR)
 	[ -z "$(MAN1)" ] || install -m 644 $(MAN1) $(DESTDIR)$(MANDIR)/man1
 	[ -z "$(MAN5)" ] || install -m 644 $(MAN5) $(DESTDIR)$(MANDIR)/man5
+	[ -z "$(MAN7)" ] || install -m 644 $(MAN7) $(DESTDIR)$(MANDIR)/man7
 	for f in $(wildcard share/*.mk share/rules/*); do install -m 644 $$f $(DESTDIR)$(SHAREDIR); done
 	[ ! -f share/pre-commit ] || install -m 755 share/pre-commit $(DESTDIR)$(SHAREDIR)
 
@@ -122,6 +124,7 @@ uninstall:
 	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,$(notdir $(TOOLS) $(SCRIPTS) $(AGENT)))
 	rm -f $(addprefix $(DESTDIR)$(MANDIR)/man1/,$(notdir $(MAN1)))
 	rm -f $(addprefix $(DESTDIR)$(MANDIR)/man5/,$(notdir $(MAN5)))
+	rm -f $(addprefix $(DESTDIR)$(MANDIR)/man7/,$(notdir $(MAN7)))
 	rm -rf $(DESTDIR)$(SHAREDIR)
 
 clean:

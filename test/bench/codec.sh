@@ -5,12 +5,13 @@
 # 100 MB and on a 1 GB stream (flat memory).
 set -euo pipefail
 . test/bench/lib.sh
+BENCH_RUNS=${BENCH_RUNS:-7}
 raw=$(gen_session 100)
 packed="$BENCH_TMP/packed-100.jsonl"
 jsonl-pack "$raw" > "$packed"
 size=$(stat -c %s "$raw")
 psize=$(stat -c %s "$packed")
-echo "input: $(mbps "$size" 1) MB persisted, unpacked ($(wc -l < "$raw") lines); packed form $(mbps "$psize" 1) MB; medians of $BENCH_RUNS runs"
+echo "input: $(mbps "$size" 1) MB persisted, unpacked ($(wc -l < "$raw") lines); packed form $(mbps "$psize" 1) MB; medians of $BENCH_RUNS runs; text in the corpus' proportions of escapes and non-ASCII"
 t_cat=$(median_time cat "$raw")
 t_scan=$(median_time wc -l "$raw")
 t_jq=$(BENCH_RUNS=3 median_time jq -c 'del(.seq,.time)' "$raw")

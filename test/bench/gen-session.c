@@ -8,10 +8,20 @@
 static unsigned long long rng = 88172645463325252ULL;
 static unsigned rnd(unsigned n) { rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17; return (unsigned)(rng % n); }
 
-// One word in twenty is non-ASCII and one in twenty an escape, about the
-// proportions of real DeepSeek sessions' text and tool output.
-static const char *words[] = {"the", " user", " wants", " me", " to", " run", " ls", " the", " src/main.c", " if",
-    " return", " \\\"quoted\\\"", " line\\n", " int", " 世界", " résumé", " file", " path", " done", "."};
+// Words of text and tool output, in the proportions measured on the corpus'
+// raw captures (2.27 MB): one backslash escape per ~185 bytes and one
+// non-ASCII character per ~600 bytes; the rest plain ASCII.
+static const char *ascii[] = {"the", " user", " wants", " me", " to", " run", " ls", " the", " src/main.c", " if",
+    " return", " int", " file", " path", " done", "."};
+static const char *escaped[] = {" line\\n", " \\\"quoted"};
+static const char *utf8[] = {" 世界", " résumé"};
+static const char *word(void)
+{
+    unsigned r = rnd(1000);
+    if (r < 27) return escaped[rnd(2)];
+    if (r < 35) return utf8[rnd(2)];
+    return ascii[rnd(16)];
+}
 
 int main(int argc, char **argv)
 {
@@ -33,7 +43,7 @@ int main(int argc, char **argv)
                 for (int k = 0; k < n; k++) {
                     t += rnd(40);
                     out += (unsigned long long)printf("{\"type\":\"assistant/chunk\",\"seq\":%lld,\"time\":%lld,\"data\":{\"turn\":%d,\"step\":%d,\"chunk\":{\"type\":\"%s-delta\",\"index\":%d,\"text\":\"%s\"}}}\n",
-                        seq++, t, turn, step, kinds[b], b, words[rnd(20)]);
+                        seq++, t, turn, step, kinds[b], b, word());
                 }
             }
             int n = 5 + (int)rnd(20);
@@ -44,7 +54,7 @@ int main(int argc, char **argv)
             if (rnd(4) == 0) {   // a large tool output
                 out += (unsigned long long)printf("{\"type\":\"tool/result\",\"seq\":%lld,\"time\":%lld,\"data\":{\"turn\":%d,\"callId\":\"call_%d_%d\",\"output\":\"", seq++, t, turn, turn, step);
                 int m = 2000 + (int)rnd(20000);
-                for (int k = 0; k < m; k++) out += (unsigned long long)printf("%s", words[rnd(20)]);
+                for (int k = 0; k < m; k++) out += (unsigned long long)printf("%s", word());
                 out += (unsigned long long)printf("\"}}\n");
             }
             out += (unsigned long long)printf("{\"type\":\"step/end\",\"seq\":%lld,\"time\":%lld,\"data\":{\"turn\":%d,\"step\":%d}}\n", seq++, t, turn, step);

@@ -372,7 +372,8 @@ static void list_logs(const char *root, const profile *pf, loglist *l, as_buf *s
 
 // ---------------------------------------------------------------- the run
 typedef struct {
-    const char *scen_dir, *name, *input_path;
+    const char *scen_dir, *name;
+    char *input_path;
     as_input in;
     profile pf;
     vars vs;
@@ -1214,6 +1215,225 @@ static void report_die(void *ctx, const char *file, long line, const char *msg)
     as_warn_at(file, line, 0, "%s", msg);
 }
 
+// The scenario: its directory, input.json, its table row (when there is a
+// table). Messages name input.json as the user spelled the scenario's path.
+static const as_scenario *load_scenario(const char *arg0, char *scen, as_table *table)
+{
+    if (!realpath(arg0, scen) || !is_dir(scen)) as_die(AS_TROUBLE, "%s: not a scenario directory", arg0);
+    R.scen_dir = scen;
+    R.name = strrchr(scen, '/') ? strrchr(scen, '/') + 1 : scen;
+    char *arg = as_xstrdup(arg0);
+    for (size_t n = strlen(arg); n > 1 && arg[n - 1] == '/'; n--) arg[n - 1] = 0;
+    R.input_path = xasprintf("%s/input.json", arg);
+    free(arg);
+    if (access(R.input_path, R_OK)) as_die(AS_TROUBLE, "%s: unable to read: %s", R.input_path, strerror(errno));
+    if (as_input_load(R.input_path, &R.in, report_die, NULL)) exit(AS_TROUBLE);
+    char *table_path = xasprintf("%s/../scenarios.jsonl", scen);
+    const as_scenario *row = NULL;
+    if (!access(table_path, R_OK)) {
+        as_table_load(table_path, table, NULL, NULL);
+        if (!(row = as_table_find(table, R.name)))
+            as_die(AS_TROUBLE, "%s: scenario %s is not in the table", table_path, R.name);
+    }
+    free(table_path);
+    return row;
+}
+
+// The run's directories: the output directory, the generated cwd with the
+// scenario's workspace/ copied in, a private sessions root, the spill root.
+static void make_dirs(char *outabs, const char *wp_opt, const as_scenario *row)
+{
+    if (mkdir(R.outdir, 0755) && errno != EEXIST) as_die_sys("create %s", R.outdir);
+    if (!realpath(R.outdir, outabs)) as_die_sys("resolve %s", R.outdir);
+    R.outdir = outabs;
+    char *parent = workspace_parent(wp_opt ? wp_opt : row ? row->workspaceParent : NULL);
+    R.cwd = xasprintf("%s/acp-snap-cwd-XXXXXX", parent);
+    if (!mkdtemp(R.cwd)) as_die_sys("create a directory under %s", parent);
+    free(parent);
+    if (!realpath(R.cwd, R.cwd_real)) snprintf(R.cwd_real, sizeof R.cwd_real, "%s", R.cwd);
+    const char *tmp = getenv("TMPDIR");
+    R.tmp_root = xasprintf("%s/acp-snap-run-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(R.tmp_root)) as_die_sys("create a temporary directory");
+    R.sessions_root = xasprintf("%s/sessions", R.tmp_root);
+    if (mkdir(R.sessions_root, 0700)) as_die_sys("create %s", R.sessions_root);
+    R.spill_root = spill_root_for(R.name);
+    char *ws = xasprintf("%s/workspace", R.scen_dir);
+    if (is_dir(ws) && !copy_tree(ws, R.cwd)) as_die(AS_TROUBLE, "%s: unable to copy the workspace", ws);
+    free(ws);
+}
+
+// Variables for the profile and the agent's environment.
+static void set_vars(const as_scenario *row)
+{
+    vars_set(&R.vs, "ACPSNAP_SNAPSHOT", R.record ? "record" : "replay");
+    vars_set(&R.vs, "ACPSNAP_SCENARIO", R.name);
+    vars_set(&R.vs, "ACPSNAP_SCENARIO_DIR", R.scen_dir);
+    vars_set(&R.vs, "ACPSNAP_CWD", R.cwd);
+    vars_set(&R.vs, "ACPSNAP_SESSIONS_ROOT", R.sessions_root);
+    vars_set(&R.vs, "ACPSNAP_SPILL_ROOT", R.spill_root);
+    vars_set(&R.vs, "ACPSNAP_OUT", R.outdir);
+    if (row && row->configPath) {
+        // relative to the snapshots directory (the table's)
+        char *cp = row->configPath[0] == '/' ? as_xstrdup(row->configPath)
+                                             : xasprintf("%s/../%s", R.scen_dir, row->configPath);
+        char rp[PATH_MAX];
+        vars_set(&R.vs, "ACPSNAP_CONFIG_PATH", realpath(cp, rp) ? rp : cp);
+        free(cp);
+    }
+}
+
+// Replay: the fixture, override and child fixture variables, and the
+// primary's replay script, derived here once (an agent with a replay adapter
+// reads it; replay-serve serves it otherwise). Returns the script's path.
+static char *prepare_replay(void)
+{
+    char *fixture = xasprintf("%s/session.jsonl", R.scen_dir);
+    char *override = xasprintf("%s/replay.override.json", R.scen_dir);
+    int has_ov = !access(override, R_OK);
+    if (access(fixture, R_OK)) {
+        // Without a fixture only a whole-script override can drive replay.
+        int whole = 0;
+        if (has_ov) {
+            as_replay_override ov;
+            as_replay_override_load(override, &ov);
+            whole = ov.replace;
+            as_replay_override_free(&ov);
+        }
+        if (!whole) as_die(AS_TROUBLE, "%s: missing fixture", fixture);
+    }
+    vars_set(&R.vs, "ACPSNAP_FIXTURE", fixture);
+    if (has_ov) vars_set(&R.vs, "ACPSNAP_OVERRIDE", override);
+    as_buf kids = {0};
+    for (int i = 1;; i++) {
+        char *c = xasprintf("%s/session.%d.jsonl", R.scen_dir, i);
+        if (access(c, R_OK)) { free(c); break; }
+        if (kids.n) as_buf_putc(&kids, ':');
+        as_buf_puts(&kids, c);
+        free(c);
+    }
+    vars_set(&R.vs, "ACPSNAP_CHILD_FIXTURES", kids.p ? kids.p : "");
+    as_buf_free(&kids);
+    as_replay_script sc = {0};
+    as_replay_from_session(access(fixture, R_OK) ? NULL : fixture, has_ov ? override : NULL, 0, &sc);
+    char *script = xasprintf("%s/replay.jsonl", R.outdir);
+    as_buf sb = {0};
+    for (size_t i = 0; i < sc.n; i++) { as_buf_put(&sb, sc.e[i].json, sc.e[i].len); as_buf_putc(&sb, '\n'); }
+    write_plain(script, sb.p ? sb.p : "", sb.n);
+    as_buf_free(&sb);
+    as_replay_script_free(&sc);
+    vars_set(&R.vs, "ACPSNAP_REPLAY_SCRIPT", script);
+    free(fixture);
+    free(override);
+    return script;
+}
+
+// K=V into env.
+static void env_put(vars *env, const char *kv)
+{
+    char *x = as_xstrdup(kv);
+    char *eq = strchr(x, '=');
+    *eq = 0;
+    vars_set(env, x, eq + 1);
+    free(x);
+}
+
+// The agent's environment: ours, the profile's, the scenario's, the command
+// line's, later ones winning. Returns a NULL-terminated envp (caller frees).
+static char **agent_env(const as_scenario *row, char **extra, size_t nextra)
+{
+    vars env = {0};
+    for (char **e = environ; *e; e++)
+        if (strchr(*e, '=')) env_put(&env, *e);
+    for (size_t i = 0; i < R.vs.n; i++) vars_set(&env, R.vs.k[i], R.vs.v[i]);
+    for (size_t i = 0; i < R.pf.nenv; i++) {
+        char *x = expand(R.pf.env[i], &R.vs, R.pf.path, R.pf.env_line[i]);
+        env_put(&env, x);
+        free(x);
+    }
+    if (row) for (size_t i = 0; i < row->nenv; i++) vars_set(&env, row->envKeys[i], row->envVals[i]);
+    for (size_t i = 0; i < nextra; i++) env_put(&env, extra[i]);
+    char **envp = as_xmalloc((env.n + 1) * sizeof *envp);
+    for (size_t i = 0; i < env.n; i++) envp[i] = xasprintf("%s=%s", env.k[i], env.v[i]);
+    envp[env.n] = NULL;
+    vars_free(&env);
+    return envp;
+}
+
+// Drives input.json, stops the agent, writes its stderr, and reports a
+// failed step, a failed shutdown or replay-serve failures. Returns the status.
+static int drive(const char *rawp)
+{
+    size_t si = 0;
+    for (; si < R.in.nsteps && !R.fail; si++) run_step(&R.in.steps[si]);
+    if (!R.fail) stop_agent();
+    else {
+        if (R.fin >= 0) { close(R.fin); R.fin = -1; }
+        if (!R.exited) { kill(R.pid, SIGKILL); waitpid(R.pid, &R.status, 0); R.exited = 1; }
+        // Drain what it wrote; a descendant may keep the pipes open: bounded.
+        for (long end = now_ms() + 1000; (!R.err_eof || !R.out_eof) && now_ms() < end;) pump(20);
+    }
+    if (fclose(R.raw)) as_die_sys("write %s", rawp);
+    R.raw = NULL;
+    char *ep = xasprintf("%s/stderr.txt", R.outdir);
+    write_plain(ep, R.errbuf.p ? R.errbuf.p : "", R.errbuf.n);
+    free(ep);
+    as_buf serr = {0};
+    int serve_failed = stop_serve(&serr), rc = AS_OK;
+    if (R.fail) {
+        const as_step *sp = &R.in.steps[si - 1];
+        as_warn_at(R.input_path, sp->line, 0, "step %zu (%s): %s", si - 1, as_op_name(sp->op), R.fail);
+        rc = AS_NO;
+    } else if (!(WIFEXITED(R.status) && WEXITSTATUS(R.status) == 0)) {
+        char *d = describe_status(R.status);
+        as_warn("%s: the agent failed at shutdown: %s", R.name, d);
+        free(d);
+        rc = AS_NO;
+    }
+    if (rc != AS_OK) {
+        char *d = describe_status(R.status);
+        as_warn("%s: agent %s", R.name, d);
+        free(d);
+        if (R.errbuf.n) {
+            fprintf(stderr, "%s: agent stderr:\n", as_prog);
+            fwrite(R.errbuf.p, 1, R.errbuf.n, stderr);
+            if (R.errbuf.p[R.errbuf.n - 1] != '\n') fputc('\n', stderr);
+        }
+    }
+    if (serve_failed) {
+        as_warn("%s: replay-serve reported failures:", R.name);
+        if (serr.n) fwrite(serr.p, 1, serr.n, stderr);
+        rc = AS_NO;
+    }
+    as_buf_free(&serr);
+    harvest();
+    return rc;
+}
+
+// Everything the run held, once the agent and replay-serve are gone.
+static void release(char **envp)
+{
+    if (R.raw) fclose(R.raw);
+    at_exit();
+    if (R.keep) as_warn("kept %s and %s", R.cwd, R.tmp_root);
+    for (size_t i = 0; i < R.nresp; i++) free(R.resp[i]);
+    free(R.resp);
+    for (char **e = envp; e && *e; e++) free(*e);
+    free(envp);
+    vars_free(&R.vs);
+    profile_free(&R.pf);
+    as_input_free(&R.in);
+    as_buf_free(&R.line); as_buf_free(&R.errbuf); as_buf_free(&R.scratch);
+    free(R.session_id); free(R.script_error); free(R.fail); free(R.serve_log);
+    free(R.input_path); free(R.sessions_root);
+    // at_exit has run: the directories are gone unless --keep
+    free(R.cwd); free(R.tmp_root); free(R.spill_root);
+    R.cwd = R.tmp_root = R.spill_root = NULL; R.pid = 0; R.serve_pid = 0;
+    if (R.fin >= 0) close(R.fin);
+    if (R.fout >= 0) close(R.fout);
+    if (R.ferr >= 0) close(R.ferr);
+    if (R.pidfd >= 0) close(R.pidfd);
+}
+
 int main(int argc, char **argv)
 {
     static const struct option lo[] = {
@@ -1227,7 +1447,7 @@ int main(int argc, char **argv)
     long t_opt = -1, rpc_opt = -1, exit_opt = -1;
     char **extra_env = NULL; size_t nextra = 0;
     as_setprog(argv[0]);
-    R.fin = R.fout = R.ferr = -1;
+    R.fin = R.fout = R.ferr = R.pidfd = -1;
     for (int ch; (ch = getopt_long(argc, argv, "p:o:re:", lo, NULL)) != -1;) {
         switch (ch) {
         case 'p': profile_path = optarg; break;
@@ -1257,222 +1477,36 @@ int main(int argc, char **argv)
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
 
-    // The scenario: its directory, input.json, its table row (when there is a table).
-    char scen[PATH_MAX];
-    if (!realpath(argv[optind], scen) || !is_dir(scen)) as_die(AS_TROUBLE, "%s: not a scenario directory", argv[optind]);
-    R.scen_dir = scen;
-    R.name = strrchr(scen, '/') ? strrchr(scen, '/') + 1 : scen;
-    // Messages name input.json as the user spelled the scenario's path.
-    char *arg = as_xstrdup(argv[optind]);
-    for (size_t n = strlen(arg); n > 1 && arg[n - 1] == '/'; n--) arg[n - 1] = 0;
-    char *input = xasprintf("%s/input.json", arg);
-    free(arg);
-    R.input_path = input;
-    if (access(input, R_OK)) as_die(AS_TROUBLE, "%s: unable to read: %s", input, strerror(errno));
-    if (as_input_load(input, &R.in, report_die, NULL)) exit(AS_TROUBLE);
-    char *table_path = xasprintf("%s/../scenarios.jsonl", scen);
+    char scen[PATH_MAX], outabs[PATH_MAX];
     as_table table = {0};
-    const as_scenario *row = NULL;
-    if (!access(table_path, R_OK)) {
-        as_table_load(table_path, &table, NULL, NULL);
-        if (!(row = as_table_find(&table, R.name)))
-            as_die(AS_TROUBLE, "%s: scenario %s is not in the table", table_path, R.name);
-    }
-
-    // The run's directories.
-    if (mkdir(R.outdir, 0755) && errno != EEXIST) as_die_sys("create %s", R.outdir);
-    char outabs[PATH_MAX];
-    if (!realpath(R.outdir, outabs)) as_die_sys("resolve %s", R.outdir);
-    R.outdir = outabs;
-    char *parent = workspace_parent(wp_opt ? wp_opt : row ? row->workspaceParent : NULL);
-    R.cwd = xasprintf("%s/acp-snap-cwd-XXXXXX", parent);
-    if (!mkdtemp(R.cwd)) as_die_sys("create a directory under %s", parent);
-    if (!realpath(R.cwd, R.cwd_real)) snprintf(R.cwd_real, sizeof R.cwd_real, "%s", R.cwd);
-    const char *tmp = getenv("TMPDIR");
-    R.tmp_root = xasprintf("%s/acp-snap-run-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(R.tmp_root)) as_die_sys("create a temporary directory");
-    R.sessions_root = xasprintf("%s/sessions", R.tmp_root);
-    if (mkdir(R.sessions_root, 0700)) as_die_sys("create %s", R.sessions_root);
-    R.spill_root = spill_root_for(R.name);
-    char *ws = xasprintf("%s/workspace", scen);
-    if (is_dir(ws) && !copy_tree(ws, R.cwd)) as_die(AS_TROUBLE, "%s: unable to copy the workspace", ws);
-
-    // Variables for the profile and the agent's environment.
-    vars_set(&R.vs, "ACPSNAP_SNAPSHOT", R.record ? "record" : "replay");
-    vars_set(&R.vs, "ACPSNAP_SCENARIO", R.name);
-    vars_set(&R.vs, "ACPSNAP_SCENARIO_DIR", scen);
-    vars_set(&R.vs, "ACPSNAP_CWD", R.cwd);
-    vars_set(&R.vs, "ACPSNAP_SESSIONS_ROOT", R.sessions_root);
-    vars_set(&R.vs, "ACPSNAP_SPILL_ROOT", R.spill_root);
-    vars_set(&R.vs, "ACPSNAP_OUT", R.outdir);
-    if (row && row->configPath) {
-        // relative to the snapshots directory (the table's)
-        char *cp = row->configPath[0] == '/' ? as_xstrdup(row->configPath)
-                                             : xasprintf("%s/../%s", scen, row->configPath);
-        char rp[PATH_MAX];
-        vars_set(&R.vs, "ACPSNAP_CONFIG_PATH", realpath(cp, rp) ? rp : cp);
-        free(cp);
-    }
-    char *fixture = xasprintf("%s/session.jsonl", scen);
-    char *override = xasprintf("%s/replay.override.json", scen);
-    char *script = NULL;
-    if (!R.record) {
-        int has_ov = !access(override, R_OK);
-        if (access(fixture, R_OK)) {
-            // Without a fixture only a whole-script override can drive replay.
-            int whole = 0;
-            if (has_ov) {
-                as_replay_override ov;
-                as_replay_override_load(override, &ov);
-                whole = ov.replace;
-                as_replay_override_free(&ov);
-            }
-            if (!whole) as_die(AS_TROUBLE, "%s: missing fixture", fixture);
-        }
-        vars_set(&R.vs, "ACPSNAP_FIXTURE", fixture);
-        if (has_ov) vars_set(&R.vs, "ACPSNAP_OVERRIDE", override);
-        as_buf kids = {0};
-        for (int i = 1;; i++) {
-            char *c = xasprintf("%s/session.%d.jsonl", scen, i);
-            if (access(c, R_OK)) { free(c); break; }
-            if (kids.n) as_buf_putc(&kids, ':');
-            as_buf_puts(&kids, c);
-            free(c);
-        }
-        vars_set(&R.vs, "ACPSNAP_CHILD_FIXTURES", kids.p ? kids.p : "");
-        as_buf_free(&kids);
-        // The primary's replay script, derived here once (an agent with a
-        // replay adapter reads it; replay-serve serves it otherwise).
-        as_replay_script sc = {0};
-        as_replay_from_session(access(fixture, R_OK) ? NULL : fixture, has_ov ? override : NULL, 0, &sc);
-        script = xasprintf("%s/replay.jsonl", R.outdir);
-        as_buf sb = {0};
-        for (size_t i = 0; i < sc.n; i++) { as_buf_put(&sb, sc.e[i].json, sc.e[i].len); as_buf_putc(&sb, '\n'); }
-        write_plain(script, sb.p ? sb.p : "", sb.n);
-        as_buf_free(&sb);
-        as_replay_script_free(&sc);
-        vars_set(&R.vs, "ACPSNAP_REPLAY_SCRIPT", script);
-    }
+    const as_scenario *row = load_scenario(argv[optind], scen, &table);
+    make_dirs(outabs, wp_opt, row);
+    set_vars(row);
+    char *script = R.record ? NULL : prepare_replay();
     profile_load(&R.pf, profile_path, R.record, &R.vs);
     R.timeout = t_opt > 0 ? t_opt : R.pf.timeout > 0 ? R.pf.timeout : 10000;
     R.rpc_timeout = rpc_opt > 0 ? rpc_opt : R.pf.rpc_timeout > 0 ? R.pf.rpc_timeout : (R.record ? 600000 : 60000);
     R.exit_timeout = exit_opt > 0 ? exit_opt : R.pf.exit_timeout > 0 ? R.pf.exit_timeout : 10000;
     if (!R.record && R.pf.serve) start_serve(script);
-
-    // The agent's environment: ours, the profile's, the scenario's, the command line's.
-    vars env = {0};
-    for (char **e = environ; *e; e++) {
-        char *eq = strchr(*e, '=');
-        if (!eq) continue;
-        char *k = strndup(*e, (size_t)(eq - *e));
-        vars_set(&env, k, eq + 1);
-        free(k);
-    }
-    for (size_t i = 0; i < R.vs.n; i++) vars_set(&env, R.vs.k[i], R.vs.v[i]);
-    for (size_t i = 0; i < R.pf.nenv; i++) {
-        char *x = expand(R.pf.env[i], &R.vs, R.pf.path, R.pf.env_line[i]);
-        char *eq = strchr(x, '=');
-        *eq = 0;
-        vars_set(&env, x, eq + 1);
-        free(x);
-    }
-    if (row) for (size_t i = 0; i < row->nenv; i++) vars_set(&env, row->envKeys[i], row->envVals[i]);
-    for (size_t i = 0; i < nextra; i++) {
-        char *x = as_xstrdup(extra_env[i]);
-        char *eq = strchr(x, '=');
-        *eq = 0;
-        vars_set(&env, x, eq + 1);
-        free(x);
-    }
-    char **envp = as_xmalloc((env.n + 1) * sizeof *envp);
-    for (size_t i = 0; i < env.n; i++) envp[i] = xasprintf("%s=%s", env.k[i], env.v[i]);
-    envp[env.n] = NULL;
+    char **envp = agent_env(row, extra_env, nextra);
 
     char *rawp = xasprintf("%s/stdout.raw.jsonl", R.outdir);
     if (!(R.raw = fopen(rawp, "w"))) as_die_sys("open %s", rawp);
     char *spawn_err = spawn_cmd(R.pf.argv, R.cwd, &R.fin, &R.fout, &R.ferr, envp, &R.pid);
-    R.pidfd = -1;
-#ifdef SYS_pidfd_open
-    if (!spawn_err) R.pidfd = (int)syscall(SYS_pidfd_open, R.pid, 0);
-#endif
-    int rc = AS_OK;
+    int rc;
     if (spawn_err) {
         R.exited = 1;     // spawn_cmd reaped it
         as_warn("%s: %s", R.pf.path, spawn_err);
         free(spawn_err);
         rc = AS_TROUBLE;
-        goto cleanup;
+    } else {
+#ifdef SYS_pidfd_open
+        R.pidfd = (int)syscall(SYS_pidfd_open, R.pid, 0);
+#endif
+        rc = drive(rawp);
     }
-
-    // Drive.
-    size_t si = 0;
-    for (; si < R.in.nsteps && !R.fail; si++) run_step(&R.in.steps[si]);
-    if (!R.fail) stop_agent();
-    else {
-        if (R.fin >= 0) { close(R.fin); R.fin = -1; }
-        if (!R.exited) { kill(R.pid, SIGKILL); waitpid(R.pid, &R.status, 0); R.exited = 1; }
-        // Drain what it wrote; a descendant may keep the pipes open: bounded.
-        for (long end = now_ms() + 1000; (!R.err_eof || !R.out_eof) && now_ms() < end;) pump(20);
-    }
-    if (fclose(R.raw)) as_die_sys("write %s", rawp);
-    R.raw = NULL;
-    {
-        char *ep = xasprintf("%s/stderr.txt", R.outdir);
-        write_plain(ep, R.errbuf.p ? R.errbuf.p : "", R.errbuf.n);
-        free(ep);
-    }
-    as_buf serr = {0};
-    int serve_failed = stop_serve(&serr);
-    if (R.fail) {
-        const as_step *sp = &R.in.steps[si - 1];
-        as_warn_at(R.input_path, sp->line, 0, "step %zu (%s): %s", si - 1, as_op_name(sp->op), R.fail);
-        rc = AS_NO;
-    } else if (!(WIFEXITED(R.status) && WEXITSTATUS(R.status) == 0)) {
-        char *d = describe_status(R.status);
-        as_warn("%s: the agent failed at shutdown: %s", R.name, d);
-        free(d);
-        rc = AS_NO;
-    }
-    if (rc != AS_OK) {
-        char *d = describe_status(R.status);
-        as_warn("%s: agent %s", R.name, d);
-        free(d);
-        if (R.errbuf.n) {
-            fprintf(stderr, "%s: agent stderr:\n", as_prog);
-            fwrite(R.errbuf.p, 1, R.errbuf.n, stderr);
-            if (R.errbuf.p[R.errbuf.n - 1] != '\n') fputc('\n', stderr);
-        }
-    }
-    if (serve_failed) {
-        as_warn("%s: replay-serve reported failures:", R.name);
-        if (serr.n) fwrite(serr.p, 1, serr.n, stderr);
-        rc = AS_NO;
-    }
-    as_buf_free(&serr);
-    harvest();
-
-cleanup:
-    if (R.raw) fclose(R.raw);
-    at_exit();
-    if (R.keep) as_warn("kept %s and %s", R.cwd, R.tmp_root);
-    for (size_t i = 0; i < R.nresp; i++) free(R.resp[i]);
-    free(R.resp);
-    for (size_t i = 0; i < env.n; i++) free(envp[i]);
-    free(envp);
-    vars_free(&env);
-    vars_free(&R.vs);
-    profile_free(&R.pf);
-    as_input_free(&R.in);
+    release(envp);
     as_table_free(&table);
-    as_buf_free(&R.line); as_buf_free(&R.errbuf); as_buf_free(&R.scratch);
-    free(R.session_id); free(R.script_error); free(R.fail); free(R.serve_log);
-    free(input); free(table_path); free(parent); free(R.sessions_root);
-    // R.cwd, R.tmp_root, R.spill_root stay for at_exit (already done: cleared below)
-    free(R.cwd); free(R.tmp_root); free(R.spill_root);
-    R.cwd = R.tmp_root = R.spill_root = NULL; R.pid = 0; R.serve_pid = 0; free(ws); free(fixture); free(override); free(script); free(rawp); free(extra_env);
-    if (R.fin >= 0) close(R.fin);
-    if (R.fout >= 0) close(R.fout);
-    if (R.ferr >= 0) close(R.ferr);
-    if (R.pidfd >= 0) close(R.pidfd);
+    free(script); free(rawp); free(extra_env);
     return rc;
 }

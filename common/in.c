@@ -27,16 +27,13 @@ struct as_in {
 
 as_in *as_in_open(const char *path)
 {
+    int stdin_ = !path || !strcmp(path, "-");
+    int fd = stdin_ ? 0 : open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) as_die_sys("open %s", path);   // before allocating: nothing to leak
     as_in *in = calloc(1, sizeof *in);
     if (!in) as_die(AS_TROUBLE, "out of memory");
-    if (!path || !strcmp(path, "-")) {
-        in->fd = 0;
-        in->name = as_xstrdup("<stdin>");
-    } else {
-        in->fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (in->fd < 0) as_die_sys("open %s", path);
-        in->name = as_xstrdup(path);
-    }
+    in->fd = fd;
+    in->name = as_xstrdup(stdin_ ? "<stdin>" : path);
     in->zstd = -1;
     in->raw = as_xmalloc(RAWSZ);
     return in;

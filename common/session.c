@@ -33,10 +33,15 @@ static const char *row_tag(int kind)
     return kind == AS_DELTA_TEXT ? "text-chunks" : kind == AS_DELTA_REASONING ? "reasoning-chunks" : "tool-call-chunks";
 }
 
+// The decoder being opened: a caller that catches a fatal error in
+// as_sess_open (as_sess_check_soft) releases it.
+static as_sess *opening;
+
 as_sess *as_sess_open(const char *path)
 {
     as_sess *s = calloc(1, sizeof *s);
     if (!s) as_die(AS_TROUBLE, "out of memory");
+    opening = s;
     s->in = as_in_open(path);
     const char *line;
     size_t len;
@@ -50,6 +55,7 @@ as_sess *as_sess_open(const char *path)
     int64_t v;
     if (sl >= 0 && as_json_int(&s->j, sl, &v) && v > 0) s->seed_length = v;
     as_buf_put(&s->header, line, len);
+    opening = NULL;
     return s;
 }
 
@@ -63,7 +69,7 @@ as_in *as_sess_in(as_sess *s) { return s->in; }
 void as_sess_close(as_sess *s)
 {
     if (!s) return;
-    as_in_close(s->in);
+    if (s->in) as_in_close(s->in);
     as_buf_free(&s->header);
     as_buf_free(&s->ebuf);
     as_json_free(&s->j);
@@ -520,46 +526,54 @@ static void check_emit(void *ctx, const char *line, size_t len, long srcline)
     free(h);
 }
 
-// Checks path; *sp holds the open decoder while it runs, so that a caller
-// that catches a fatal error can release it.
-static int check(const char *path, long *badline, as_sess *volatile *sp)
+// What a check holds while it runs, so that a caller that catches a fatal
+// error can release it.
+typedef struct { as_sess *s; as_packer *p; checkq q; } checkrun;
+
+static void check_release(checkrun *c)
 {
-    as_sess *s = *sp = as_sess_open(path);
-    checkq q = {0};
-    as_packer *p = as_packer_new(AS_PACK_KEEP, check_emit, &q);
+    while (c->q.head) { qline *n = c->q.head->next; free(c->q.head->p); free(c->q.head); c->q.head = n; }
+    c->q.tail = NULL;
+    as_packer_free(c->p);
+    as_sess_close(c->s);
+    c->p = NULL;
+    c->s = NULL;
+}
+
+static int check(const char *path, long *badline, checkrun *c)
+{
+    c->s = as_sess_open(path);
+    c->p = as_packer_new(AS_PACK_KEEP, check_emit, &c->q);
     as_event ev;
     long last = 1;
-    while (!q.bad && as_sess_next(s, &ev)) {
+    while (!c->q.bad && as_sess_next(c->s, &ev)) {
         if (ev.lineno != last) {   // queue each source line once
             const char *l;
             size_t n;
-            as_sess_line(s, &l, &n);
+            as_sess_line(c->s, &l, &n);
             qline *e = as_xmalloc(sizeof *e);
             e->p = as_xmalloc(n ? n : 1);
             memcpy(e->p, l, n);
             e->n = n;
             e->line = ev.lineno;
             e->next = NULL;
-            if (q.tail) q.tail->next = e; else q.head = e;
-            q.tail = e;
+            if (c->q.tail) c->q.tail->next = e; else c->q.head = e;
+            c->q.tail = e;
             last = ev.lineno;
         }
-        as_packer_push(p, &ev);
+        as_packer_push(c->p, &ev);
     }
-    if (!q.bad) as_packer_finish(p);
-    if (!q.bad && q.head) q.bad = q.head->line;
-    while (q.head) { qline *n = q.head->next; free(q.head->p); free(q.head); q.head = n; }
-    as_packer_free(p);
-    *sp = NULL;
-    as_sess_close(s);
-    *badline = q.bad;
-    return q.bad ? 1 : 0;
+    if (!c->q.bad) as_packer_finish(c->p);
+    if (!c->q.bad && c->q.head) c->q.bad = c->q.head->line;
+    *badline = c->q.bad;
+    check_release(c);
+    return *badline ? 1 : 0;
 }
 
 int as_sess_check(const char *path, long *badline)
 {
-    as_sess *volatile s = NULL;
-    return check(path, badline, &s);
+    checkrun c = {0};
+    return check(path, badline, &c);
 }
 
 static jmp_buf soft_back;
@@ -568,19 +582,19 @@ static void soft_hook(int code) { longjmp(soft_back, 1); }
 int as_sess_check_soft(const char *path, long *badline)
 {
     // The decoder reports malformed input by dying; catch that here and
-    // release the decoder (the abandoned check's queue and packer are small).
-    static as_sess *volatile cur;
+    // release what the abandoned check held.
+    static checkrun c;
     void (*saved)(int) = as_die_hook;
-    cur = NULL;
+    memset(&c, 0, sizeof c);
     if (setjmp(soft_back)) {
         as_die_hook = saved;
-        as_sess_close(cur);
-        cur = NULL;
+        if (!c.s) { as_sess_close(opening); opening = NULL; }   // it died opening
+        check_release(&c);
         *badline = 0;
         return 2;
     }
     as_die_hook = soft_hook;
-    int r = check(path, badline, &cur);
+    int r = check(path, badline, &c);
     as_die_hook = saved;
     return r;
 }

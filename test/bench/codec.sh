@@ -4,8 +4,8 @@
 # CLI doing the projection's envelope drop, in one run; then peak RSS on
 # 100 MB and on a 1 GB stream (flat memory).
 set -euo pipefail
-. test/bench/lib.sh
 BENCH_RUNS=${BENCH_RUNS:-7}
+. test/bench/lib.sh
 raw=$(gen_session 100)
 packed="$BENCH_TMP/packed-100.jsonl"
 jsonl-pack "$raw" > "$packed"

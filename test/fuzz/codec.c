@@ -24,16 +24,21 @@ static int memfile(const void *p, size_t n, char *path)
     return fd;
 }
 
+// The decoder and packer of the pass under way, released when a rejected
+// input longjmps out of it.
+static as_sess *cur_s;
+static as_packer *cur_p;
+
 // Packs (or unpacks) the log at path into out.
 static as_form run(const char *path, int unpack, int mode, as_buf *out)
 {
-    as_sess *s = as_sess_open(path);
+    as_sess *s = cur_s = as_sess_open(path);
     const char *h;
     size_t hn;
     as_sess_header(s, &h, &hn);
     as_buf_put(out, h, hn);
     as_buf_putc(out, '\n');
-    as_packer *p = as_packer_new(mode, emit, out);
+    as_packer *p = cur_p = as_packer_new(mode, emit, out);
     as_event ev;
     while (as_sess_next(s, &ev)) {
         if (unpack) { as_buf_put(out, ev.json, ev.len); as_buf_putc(out, '\n'); }
@@ -43,6 +48,8 @@ static as_form run(const char *path, int unpack, int mode, as_buf *out)
     as_packer_free(p);
     as_form f = as_sess_form(s);
     as_sess_close(s);
+    cur_s = NULL;
+    cur_p = NULL;
     return f;
 }
 
@@ -54,13 +61,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     as_buf_put(&in, hdr, sizeof hdr - 1);
     as_buf_put(&in, data, size);
     int fd = memfile(in.p, in.n, path);
-    int low = dup(fd);   // the lowest free descriptor: the reader's will be at or above it
-    if (low < 0) abort();
-    close(low);
     as_die_hook = hook;
     if (setjmp(back)) {   // malformed input: rejected, fine
         close(fd);
-        for (int f = low; f < low + 4; f++) close(f);   // the abandoned reader's descriptor
+        as_packer_free(cur_p);
+        as_sess_close(cur_s);   // closes the reader's descriptor too
+        cur_p = NULL;
+        cur_s = NULL;
         as_buf_free(&in); as_buf_free(&a); as_buf_free(&u); as_buf_free(&b);
         return 0;
     }

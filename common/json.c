@@ -46,8 +46,9 @@ static inline uint32_t push(as_json *j, int type, size_t start)
     return (uint32_t)j->n++;
 }
 
-static size_t ws(const char *s, size_t p, size_t len)
+static inline size_t ws(const char *s, size_t p, size_t len)
 {
+    if (p < len && (unsigned char)s[p] > ' ') return p;   // compact JSON: the usual case
     while (p < len && (s[p] == ' ' || s[p] == '\t' || s[p] == '\n' || s[p] == '\r')) p++;
     return p;
 }

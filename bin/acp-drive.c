@@ -34,8 +34,23 @@
 extern char **environ;
 
 static const char USAGE[] =
-    "acp-drive -p PROFILE -o OUTDIR [--record] [--timeout MS] [--rpc-timeout MS]\n"
-    "          [--exit-timeout MS] [--workspace-parent DIR] [--env K=V]… [--keep] SCENARIO_DIR";
+    "usage: acp-drive -p PROFILE -o OUTDIR [--record] [--timeout MS] [--rpc-timeout MS]\n"
+    "          [--exit-timeout MS] [--workspace-parent DIR] [--env K=V]... [--keep] SCENARIO_DIR\n"
+    "Runs one scenario against an agent: a fresh cwd with workspace/ copied in,\n"
+    "the agent booted through its profile (acpsnap-profile(5)), input.json driven\n"
+    "over ACP, raw stdout captured, the session logs harvested, and run.json\n"
+    "written for scrub --context, all into OUTDIR.\n"
+    "  -p, --profile FILE        the agent profile\n"
+    "  -o, --out DIR             the output directory (created when missing)\n"
+    "  -r, --record              record mode: no fixture; the profile's record.env\n"
+    "      --timeout MS          waiting steps (default: the profile's, else 10000)\n"
+    "      --rpc-timeout MS      each ACP request (default 60000; 600000 recording)\n"
+    "      --exit-timeout MS     the agent's exit after stdin closes (default 10000)\n"
+    "      --workspace-parent DIR   overrides the table's workspaceParent\n"
+    "  -e, --env K=V             adds to the agent's environment, last (repeatable)\n"
+    "      --keep                keep the cwd and the sessions root\n"
+    "      --help, --version\n"
+    "Exit status: 0 the run completed, 1 the scenario failed, 2 trouble.\n";
 
 // ---------------------------------------------------------------- small utilities
 static long now_ms(void)

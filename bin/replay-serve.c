@@ -27,8 +27,21 @@
 #include <unistd.h>
 
 static const char USAGE[] =
-    "replay-serve [--port N] [--port-file FILE] [--log FILE] [--keep-alive MS]\n"
-    "             [--pace MS] [--ready-dir DIR] [--created SECS] [--model NAME] script.jsonl";
+    "usage: replay-serve [--port N] [--port-file FILE] [--log FILE] [--keep-alive MS]\n"
+    "             [--pace MS] [--ready-dir DIR] [--created SECS] [--model NAME] script.jsonl\n"
+    "Serves a replay script (acpsnap-replay(5)) on 127.0.0.1 as DeepSeek-compatible\n"
+    "chat-completions SSE, one stream at a time, in order.\n"
+    "  --port N            the port; 0 (default) picks a free one (the URL is printed)\n"
+    "  --port-file FILE    also write the port there once listening\n"
+    "  --log FILE          one JSON line per request\n"
+    "  --keep-alive MS     \": keep-alive\" comments before each stream and while hanging\n"
+    "  --pace MS           sleep between events\n"
+    "  --ready-dir DIR     where relative readyFile paths resolve\n"
+    "  --created SECS      the chunks' created value (default: the start time)\n"
+    "  --model NAME        the model echoed in the chunks (default: the request's)\n"
+    "  --help, --version\n"
+    "Exit status: 0 every entry served as scripted, 1 a failure was recorded\n"
+    "(past the end, concurrent, unconsumed), 2 trouble.\n";
 
 // ---------------------------------------------------------------- state
 static struct {

@@ -20,7 +20,7 @@ no_leftovers() { [ -z "$(ls -A "$TMPDIR")" ] || { ls -la "$TMPDIR"; return 1; };
     assert_output --partial 'acp-drive -p PROFILE -o OUTDIR'
     run -0 acp-drive --version
     run -2 --separate-stderr acp-drive snap/s
-    assert_equal "${stderr%%$'\n'*}" 'acp-drive -p PROFILE -o OUTDIR [--record] [--timeout MS] [--rpc-timeout MS]'
+    assert_equal "${stderr%%$'\n'*}" 'usage: acp-drive -p PROFILE -o OUTDIR [--record] [--timeout MS] [--rpc-timeout MS]'
     run -2 --separate-stderr acp-drive -p fake.profile -o out nowhere
     assert_equal "$stderr" 'acp-drive: nowhere: not a scenario directory'
     run -2 --separate-stderr acp-drive -p fake.profile -o out --timeout 0 snap/s

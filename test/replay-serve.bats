@@ -22,7 +22,7 @@ text_entry() { # TEXT → a one-block text entry
 
 @test "replay-serve: usage errors exit 2" {
     run -2 --separate-stderr replay-serve
-    assert_equal "${stderr%%$'\n'*}" 'replay-serve [--port N] [--port-file FILE] [--log FILE] [--keep-alive MS]'
+    assert_equal "${stderr%%$'\n'*}" 'usage: replay-serve [--port N] [--port-file FILE] [--log FILE] [--keep-alive MS]'
     text_entry hi > s.jsonl
     run -2 --separate-stderr replay-serve --port 70000 s.jsonl
     assert_equal "$stderr" 'replay-serve: invalid --port: 70000'

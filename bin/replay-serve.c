@@ -18,7 +18,6 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
-#include <regex.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,117 +109,6 @@ static void event_end(req *r)
     r->ends[r->nends++] = r->out.n;
 }
 
-// ---------------------------------------------------------------- {{fromRequest:…}}
-// The haystack: every string leaf of the request's messages, joined by LF.
-static void collect_strings(const as_json *j, int tok, as_buf *hay, int *first)
-{
-    const as_tok *t = &j->t[tok];
-    if (t->type == AS_JSTR) {
-        if (!*first) as_buf_putc(hay, '\n');
-        *first = 0;
-        as_json_str(j, tok, hay);
-    } else if (t->type == AS_JARR) {
-        for (int e = as_json_first(j, tok); e >= 0; e = as_json_nextel(j, e))
-            collect_strings(j, e, hay, first);
-    } else if (t->type == AS_JOBJ) {
-        for (int k = as_json_firstkey(j, tok); k >= 0; k = as_json_nextkey(j, k))
-            collect_strings(j, k + 1, hay, first);
-    }
-}
-
-// JavaScript class escapes that POSIX ERE lacks.
-static void js_to_ere(const char *p, size_t n, as_buf *out)
-{
-    for (size_t i = 0; i < n; i++) {
-        if (p[i] == '\\' && i + 1 < n) {
-            const char *rep = NULL;
-            switch (p[i + 1]) {
-            case 'd': rep = "[0-9]"; break;
-            case 'D': rep = "[^0-9]"; break;
-            case 'w': rep = "[A-Za-z0-9_]"; break;
-            case 'W': rep = "[^A-Za-z0-9_]"; break;
-            case 's': rep = "[[:space:]]"; break;
-            case 'S': rep = "[^[:space:]]"; break;
-            }
-            if (rep) { as_buf_puts(out, rep); i++; continue; }
-            as_buf_put(out, p + i, 2);
-            i++;
-            continue;
-        }
-        as_buf_putc(out, p[i]);
-    }
-}
-
-// Resolves one pattern against hay: the last match's first group, else the
-// whole match. Returns 0, or -1 with err set.
-static int resolve_pattern(const char *pat, size_t plen, const as_buf *hay, as_buf *out, char *err, size_t errn)
-{
-    as_buf ere = {0};
-    js_to_ere(pat, plen, &ere);
-    regex_t re;
-    int rc = regcomp(&re, ere.p ? ere.p : "", REG_EXTENDED);
-    if (rc) {
-        char m[128];
-        regerror(rc, &re, m, sizeof m);
-        snprintf(err, errn, "fromRequest has an invalid pattern %.*s: %s", (int)(plen > 60 ? 60 : plen), pat, m);
-        as_buf_free(&ere);
-        return -1;
-    }
-    as_buf_free(&ere);
-    regmatch_t m[2], last[2];
-    int found = 0;
-    const char *s = hay->p ? hay->p : "";
-    size_t off = 0, len = hay->n;
-    while (off <= len && regexec(&re, s + off, 2, m, off ? REG_NOTBOL : 0) == 0) {
-        for (int g = 0; g < 2; g++) {
-            last[g] = m[g];
-            if (m[g].rm_so >= 0) { last[g].rm_so += (regoff_t)off; last[g].rm_eo += (regoff_t)off; }
-        }
-        found = 1;
-        size_t adv = (size_t)m[0].rm_eo;
-        off += adv ? adv : 1;
-    }
-    regfree(&re);
-    if (!found) {
-        snprintf(err, errn, "fromRequest pattern %.*s matched nothing in the request", (int)(plen > 60 ? 60 : plen), pat);
-        return -1;
-    }
-    int g = last[1].rm_so >= 0 ? 1 : 0;
-    as_buf_put(out, s + last[g].rm_so, (size_t)(last[g].rm_eo - last[g].rm_so));
-    return 0;
-}
-
-// Appends string token tok of j as a JSON string: its bytes verbatim, unless
-// it holds a {{fromRequest:…}} placeholder, which is resolved against hay.
-static int put_str(const as_json *j, int tok, const as_buf *hay, as_buf *b, char *err, size_t errn)
-{
-    static const char OPEN[] = "{{fromRequest:";
-    const char *p = as_tok_p(j, tok);
-    size_t n = as_tok_len(j, tok);
-    if (!memmem(p, n, OPEN, sizeof OPEN - 1)) { as_buf_put(b, p, n); return 0; }
-    as_buf txt = {0}, res = {0};
-    as_json_str(j, tok, &txt);
-    const char *t = txt.p;
-    size_t cur = 0, tn = txt.n;
-    int rc = 0;
-    for (;;) {
-        const char *o = memmem(t + cur, tn - cur, OPEN, sizeof OPEN - 1);
-        if (!o) { as_buf_put(&res, t + cur, tn - cur); break; }
-        size_t po = (size_t)(o - t) + sizeof OPEN - 1;
-        const char *c = memmem(t + po, tn - po, "}}", 2);
-        if (!c) { snprintf(err, errn, "fromRequest placeholder is unterminated"); rc = -1; break; }
-        size_t pc = (size_t)(c - t);
-        while (pc + 2 < tn && t[pc + 2] == '}') pc++;   // a pattern may end in a {n} quantifier
-        as_buf_put(&res, t + cur, (size_t)(o - t) - cur);
-        if (resolve_pattern(t + po, pc - po, hay, &res, err, errn)) { rc = -1; break; }
-        cur = pc + 2;
-    }
-    if (!rc) as_jstr_write(b, res.p ? res.p : "", res.n);
-    as_buf_free(&txt);
-    as_buf_free(&res);
-    return rc;
-}
-
 // ---------------------------------------------------------------- translation
 typedef struct {
     req *r;
@@ -278,7 +166,7 @@ static int emit_content(gen *g, const as_json *j, int strtok)
     chunk_open(g);
     as_buf *b = &g->r->out;
     as_buf_puts(b, "{\"content\":");
-    if (put_str(j, strtok, g->hay, b, g->err, sizeof g->err)) return -1;
+    if (as_replay_resolve_str(j, strtok, g->hay, b, g->err, sizeof g->err)) return -1;
     if (g->thinking) as_buf_puts(b, ",\"reasoning_content\":null");
     as_buf_putc(b, '}');
     chunk_close(g);
@@ -290,7 +178,7 @@ static int emit_reasoning(gen *g, const as_json *j, int strtok)
     chunk_open(g);
     as_buf *b = &g->r->out;
     as_buf_puts(b, "{\"content\":null,\"reasoning_content\":");
-    if (put_str(j, strtok, g->hay, b, g->err, sizeof g->err)) return -1;
+    if (as_replay_resolve_str(j, strtok, g->hay, b, g->err, sizeof g->err)) return -1;
     as_buf_putc(b, '}');
     chunk_close(g);
     return 0;
@@ -306,19 +194,19 @@ static int emit_tool(gen *g, const as_json *j, int64_t block, int id, int name, 
     as_buf_printf(b, "{\"tool_calls\":[{\"index\":%d,", w);
     if (is_new) {
         as_buf_puts(b, "\"id\":");
-        if (id >= 0) { if (put_str(j, id, g->hay, b, g->err, sizeof g->err)) return -1; }
+        if (id >= 0) { if (as_replay_resolve_str(j, id, g->hay, b, g->err, sizeof g->err)) return -1; }
         else as_buf_puts(b, "\"\"");
         as_buf_puts(b, ",\"type\":\"function\",\"function\":{");
         if (name >= 0) {
             as_buf_puts(b, "\"name\":");
-            if (put_str(j, name, g->hay, b, g->err, sizeof g->err)) return -1;
+            if (as_replay_resolve_str(j, name, g->hay, b, g->err, sizeof g->err)) return -1;
             as_buf_putc(b, ',');
         }
     } else {
         as_buf_puts(b, "\"function\":{");
     }
     as_buf_puts(b, "\"arguments\":");
-    if (args >= 0) { if (put_str(j, args, g->hay, b, g->err, sizeof g->err)) return -1; }
+    if (args >= 0) { if (as_replay_resolve_str(j, args, g->hay, b, g->err, sizeof g->err)) return -1; }
     else as_buf_puts(b, "\"\"");
     as_buf_puts(b, "}}]}");
     chunk_close(g);
@@ -662,9 +550,8 @@ static enum MHD_Result serve(struct MHD_Connection *c, req *r, const char *url, 
     }
     g.model = model.p; g.model_len = model.n;
     as_buf hay = {0};
-    int first = 1;
     int msgs = as_json_get(&j, 0, "messages");
-    if (msgs >= 0) collect_strings(&j, msgs, &hay, &first);
+    if (msgs >= 0) as_replay_haystack(&j, msgs, &hay);
     g.hay = &hay;
 
     enum MHD_Result ret;

@@ -2,6 +2,7 @@
 #include "replay.h"
 
 #include <math.h>
+#include <regex.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -620,4 +621,130 @@ void as_replay_from_session(const char *path, const char *override_path, int ski
         as_replay_override_apply(&ov, override_path, sc);
         as_replay_override_free(&ov);
     }
+}
+
+// ---------------------------------------------------------------- {{fromRequest:…}}
+
+static void leaves(const as_json *j, int tok, as_buf *hay, size_t *n)
+{
+    const as_tok *t = &j->t[tok];
+    if (t->type == AS_JSTR) {
+        if ((*n)++) as_buf_putc(hay, '\n');   // joined like Array.join: empty leaves count
+        as_json_str(j, tok, hay);
+    } else if (t->type == AS_JARR) {
+        for (int e = as_json_first(j, tok); e >= 0; e = as_json_nextel(j, e)) leaves(j, e, hay, n);
+    } else if (t->type == AS_JOBJ) {
+        for (int k = as_json_firstkey(j, tok); k >= 0; k = as_json_nextkey(j, k)) leaves(j, k + 1, hay, n);
+    }
+}
+
+void as_replay_haystack(const as_json *j, int tok, as_buf *hay)
+{
+    size_t n = 0;
+    leaves(j, tok, hay, &n);
+}
+
+// JavaScript class escapes that POSIX ERE lacks.
+static void js_to_ere(const char *p, size_t n, as_buf *out)
+{
+    static const char *const cls[][2] = {{"d", "[0-9]"}, {"D", "[^0-9]"}, {"w", "[A-Za-z0-9_]"},
+                                         {"W", "[^A-Za-z0-9_]"}, {"s", "[[:space:]]"}, {"S", "[^[:space:]]"}};
+    for (size_t i = 0; i < n; i++) {
+        if (p[i] == '\\' && i + 1 < n) {
+            const char *rep = NULL;
+            for (size_t k = 0; k < 6; k++)
+                if (p[i + 1] == cls[k][0][0]) rep = cls[k][1];
+            if (rep) as_buf_puts(out, rep);
+            else as_buf_put(out, p + i, 2);
+            i++;
+            continue;
+        }
+        as_buf_putc(out, p[i]);
+    }
+}
+
+// One pattern against hay: appends the last match's first group, else the
+// whole match.
+static int resolve_pattern(const char *pat, size_t plen, const as_buf *hay, as_buf *out, char *err, size_t errn)
+{
+    int shown = (int)(plen > 60 ? 60 : plen);
+    as_buf ere = {0};
+    js_to_ere(pat, plen, &ere);
+    regex_t re;
+    int rc = regcomp(&re, ere.p ? ere.p : "", REG_EXTENDED);
+    as_buf_free(&ere);
+    if (rc) {
+        char m[128];
+        regerror(rc, &re, m, sizeof m);
+        snprintf(err, errn, "fromRequest has an invalid pattern %.*s: %s", shown, pat, m);
+        return -1;
+    }
+    const char *h = hay->p ? hay->p : "";
+    regmatch_t m[2];
+    regoff_t so = -1, eo = -1;
+    for (size_t off = 0; off <= hay->n && regexec(&re, h + off, 2, m, off ? REG_NOTBOL : 0) == 0;) {
+        int g = m[1].rm_so >= 0 ? 1 : 0;
+        so = (regoff_t)off + m[g].rm_so;
+        eo = (regoff_t)off + m[g].rm_eo;
+        off += m[0].rm_eo > 0 ? (size_t)m[0].rm_eo : 1;
+    }
+    regfree(&re);
+    if (so < 0) {
+        snprintf(err, errn, "fromRequest pattern %.*s matched nothing in the request", shown, pat);
+        return -1;
+    }
+    as_buf_put(out, h + so, (size_t)(eo - so));
+    return 0;
+}
+
+static const char FROM_OPEN[] = "{{fromRequest:";
+
+int as_replay_resolve_str(const as_json *j, int tok, const as_buf *hay, as_buf *out, char *err, size_t errn)
+{
+    const char *p = as_tok_p(j, tok);
+    size_t n = as_tok_len(j, tok);
+    if (!memmem(p, n, FROM_OPEN, sizeof FROM_OPEN - 1)) { as_buf_put(out, p, n); return 0; }
+    as_buf txt = {0}, res = {0};
+    as_json_str(j, tok, &txt);
+    const char *t = txt.p;
+    size_t cur = 0, tn = txt.n;
+    int rc = 0;
+    for (;;) {
+        const char *o = memmem(t + cur, tn - cur, FROM_OPEN, sizeof FROM_OPEN - 1);
+        if (!o) { as_buf_put(&res, t + cur, tn - cur); break; }
+        size_t po = (size_t)(o - t) + sizeof FROM_OPEN - 1;
+        const char *c = memmem(t + po, tn - po, "}}", 2);
+        if (!c) { snprintf(err, errn, "fromRequest placeholder is unterminated"); rc = -1; break; }
+        size_t pc = (size_t)(c - t);
+        while (pc + 2 < tn && t[pc + 2] == '}') pc++;   // a pattern may end in a {n} quantifier
+        as_buf_put(&res, t + cur, (size_t)(o - t) - cur);
+        if (resolve_pattern(t + po, pc - po, hay, &res, err, errn)) { rc = -1; break; }
+        cur = pc + 2;
+    }
+    if (!rc) as_jstr_write(out, res.p ? res.p : "", res.n);
+    as_buf_free(&txt);
+    as_buf_free(&res);
+    return rc;
+}
+
+int as_replay_expand(const char *json, size_t len, const as_buf *hay, as_buf *out, char *err, size_t errn)
+{
+    as_json j = {0};
+    if (as_json_parse(&j, json, len)) {
+        as_json_free(&j);
+        snprintf(err, errn, "unparsable chunk");
+        return -1;
+    }
+    size_t last = 0;
+    int rc = 0;
+    for (size_t i = 0; i < j.n && !rc; i++) {
+        if (j.t[i].type != AS_JSTR || !memmem(as_tok_p(&j, (int)i), as_tok_len(&j, (int)i), FROM_OPEN, sizeof FROM_OPEN - 1))
+            continue;
+        as_buf_put(out, json + last, j.t[i].start - last);
+        rc = as_replay_resolve_str(&j, (int)i, hay, out, err, errn);
+        last = j.t[i].end;
+    }
+    if (!rc) as_buf_put(out, json + last, len - last);
+    as_json_free(&j);
+    return rc;
 }

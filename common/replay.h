@@ -111,6 +111,22 @@ size_t as_replay_derive(as_sess *s, int skip_seed, as_replay_emit_fn emit, void 
 void as_replay_from_session(const char *path, const char *override_path, int skip_seed,
                             as_replay_script *sc);
 
+// {{fromRequest:<regex>}} placeholders (DESIGN.md §4.5), resolved at stream
+// time against the live request. The pattern is JavaScript-flavoured; \d \w
+// \s and their negations are translated to POSIX ERE. The last match wins; its
+// first group, else the whole match, substitutes. Errors (a bad pattern, no
+// match, an unterminated placeholder) return -1 with a message in err.
+//
+// Appends every string leaf of JSON value tok (the request messages), joined
+// by LF: the text the patterns search.
+void as_replay_haystack(const as_json *j, int tok, as_buf *hay);
+// Appends string token tok as a JSON string: its bytes verbatim when it holds
+// no placeholder, else resolved against hay and re-encoded (JSON.stringify).
+int as_replay_resolve_str(const as_json *j, int tok, const as_buf *hay, as_buf *out, char *err, size_t errn);
+// Appends the JSON value json[0..len) with every placeholder in its strings
+// resolved; unchanged bytes are copied through.
+int as_replay_expand(const char *json, size_t len, const as_buf *hay, as_buf *out, char *err, size_t errn);
+
 // The seedLength of a header line: 0 when absent or not a number. Dies when
 // it is negative or not an integer (file names the log).
 int64_t as_replay_seed_length(const char *hdr, size_t len, const char *file);

@@ -2,7 +2,6 @@
 // (DESIGN.md §4.2, §4.5). Never touches the network or .env.
 #include <errno.h>
 #include <fcntl.h>
-#include <regex.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -69,95 +68,6 @@ static void write_ready_file(const char *cwd, const char *rel) {
     as_buf_free(&p);
 }
 
-// ---------------------------------------------------------------- {{fromRequest:…}}
-
-// Every string leaf of the request messages, joined by LF.
-static void leaves(const as_json *j, int tok, as_buf *hay, int *n) {
-    if (j->t[tok].type == AS_JSTR) {
-        if ((*n)++) as_buf_putc(hay, '\n');
-        as_json_str(j, tok, hay);
-    } else if (j->t[tok].type == AS_JARR) {
-        for (int e = as_json_first(j, tok); e >= 0; e = as_json_nextel(j, e)) leaves(j, e, hay, n);
-    } else if (j->t[tok].type == AS_JOBJ) {
-        for (int k = as_json_firstkey(j, tok); k >= 0; k = as_json_nextkey(j, k)) leaves(j, k + 1, hay, n);
-    }
-}
-
-// The last match of pattern pat in hay: its first group, else the whole match.
-static int from_request(const char *pat, size_t plen, const as_buf *hay, as_buf *out, char *err, size_t errn) {
-    as_buf ere = {0};
-    for (size_t i = 0; i < plen; i++) {    // the JavaScript class escapes ERE lacks
-        static const char *const cls[][2] = {{"d", "[0-9]"}, {"D", "[^0-9]"}, {"w", "[A-Za-z0-9_]"},
-                                             {"W", "[^A-Za-z0-9_]"}, {"s", "[[:space:]]"}, {"S", "[^[:space:]]"}};
-        const char *rep = NULL;
-        if (pat[i] == '\\' && i + 1 < plen)
-            for (size_t k = 0; k < 6; k++) if (pat[i + 1] == cls[k][0][0]) rep = cls[k][1];
-        if (rep) { as_buf_puts(&ere, rep); i++; }
-        else as_buf_putc(&ere, pat[i]);
-    }
-    regex_t re;
-    int rc = regcomp(&re, ere.p ? ere.p : "", REG_EXTENDED);
-    as_buf_free(&ere);
-    if (rc) {
-        snprintf(err, errn, "fromRequest pattern %.*s is invalid", (int)(plen > 60 ? 60 : plen), pat);
-        return -1;
-    }
-    const char *h = hay->p ? hay->p : "";
-    regmatch_t m[2];
-    regoff_t so = -1, eo = -1;
-    for (size_t off = 0; off <= hay->n && regexec(&re, h + off, 2, m, off ? REG_NOTBOL : 0) == 0; ) {
-        int g = m[1].rm_so >= 0 ? 1 : 0;
-        so = (regoff_t)off + m[g].rm_so;
-        eo = (regoff_t)off + m[g].rm_eo;
-        off += m[0].rm_eo > 0 ? (size_t)m[0].rm_eo : 1;
-    }
-    regfree(&re);
-    if (so < 0) {
-        snprintf(err, errn, "fromRequest pattern %.*s matched nothing in the request", (int)(plen > 60 ? 60 : plen), pat);
-        return -1;
-    }
-    as_buf_put(out, h + so, (size_t)(eo - so));
-    return 0;
-}
-
-// Copies chunk json to out with every placeholder in its strings resolved.
-static int expand(const char *json, size_t len, const as_buf *hay, as_buf *out, char *err, size_t errn) {
-    static const char OPEN[] = "{{fromRequest:";
-    as_json j = {0};
-    if (as_json_parse(&j, json, len)) { as_json_free(&j); snprintf(err, errn, "unparsable chunk"); return -1; }
-    size_t last = 0;
-    int rc = 0;
-    for (size_t i = 0; i < j.n && !rc; i++) {
-        const char *p = as_tok_p(&j, (int)i);
-        size_t n = as_tok_len(&j, (int)i);
-        if (j.t[i].type != AS_JSTR || !memmem(p, n, OPEN, sizeof OPEN - 1)) continue;
-        as_buf txt = {0}, res = {0};
-        as_json_str(&j, (int)i, &txt);
-        for (size_t cur = 0; ; ) {
-            const char *o = memmem(txt.p + cur, txt.n - cur, OPEN, sizeof OPEN - 1);
-            if (!o) { as_buf_put(&res, txt.p + cur, txt.n - cur); break; }
-            size_t po = (size_t)(o - txt.p) + sizeof OPEN - 1;
-            const char *c = memmem(txt.p + po, txt.n - po, "}}", 2);
-            if (!c) { snprintf(err, errn, "fromRequest placeholder is unterminated"); rc = -1; break; }
-            size_t pc = (size_t)(c - txt.p);
-            while (pc + 2 < txt.n && txt.p[pc + 2] == '}') pc++;   // a pattern ending in a {n} quantifier
-            as_buf_put(&res, txt.p + cur, (size_t)(o - txt.p) - cur);
-            if ((rc = from_request(txt.p + po, pc - po, hay, &res, err, errn))) break;
-            cur = pc + 2;
-        }
-        if (!rc) {
-            as_buf_put(out, json + last, j.t[i].start - last);
-            as_jstr_write(out, res.p ? res.p : "", res.n);
-            last = j.t[i].end;
-        }
-        as_buf_free(&txt);
-        as_buf_free(&res);
-    }
-    if (!rc) as_buf_put(out, json + last, len - last);
-    as_json_free(&j);
-    return rc;
-}
-
 stream *replay_start(const model_req *r) {
     stream *s = as_xmalloc(sizeof *s);
     memset(s, 0, sizeof *s);
@@ -195,8 +105,7 @@ stream *replay_start(const model_req *r) {
     int templated = memmem(e->json, e->len, "{{fromRequest:", 14) != NULL;
     if (templated) {
         as_json j = {0};
-        int n = 0;
-        if (as_json_parse(&j, r->messages, strlen(r->messages)) == 0) leaves(&j, 0, &hay, &n);
+        if (as_json_parse(&j, r->messages, strlen(r->messages)) == 0) as_replay_haystack(&j, 0, &hay);
         as_json_free(&j);
     }
     for (size_t k = 0; k < e->nchunks; k++) {
@@ -205,7 +114,7 @@ stream *replay_start(const model_req *r) {
         if (templated && memmem(c, n, "{{fromRequest:", 14)) {
             char err[200];
             as_buf_reset(&x);
-            if (expand(c, n, &hay, &x, err, sizeof err)) {
+            if (as_replay_expand(c, n, &hay, &x, err, sizeof err)) {
                 snprintf(msg, sizeof msg, "replay: model call %zu: %s", call, err);
                 as_warn("%s", msg);
                 pthread_mutex_lock(&ag.mu);

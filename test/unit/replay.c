@@ -103,6 +103,40 @@ static void test_entry_errors(void)
     }
 }
 
+// expand(chunk) against the messages: 0 and the result, or -1 and the error.
+static int expand(const char *messages, const char *chunk, as_buf *out, char *err, size_t errn)
+{
+    as_json j = {0};
+    as_buf hay = {0};
+    if (as_json_parse(&j, messages, strlen(messages))) return -2;
+    as_replay_haystack(&j, 0, &hay);
+    as_buf_reset(out);
+    int rc = as_replay_expand(chunk, strlen(chunk), &hay, out, err, errn);
+    as_buf_free(&hay);
+    as_json_free(&j);
+    return rc;
+}
+
+static void test_from_request(void)
+{
+    const char *msgs = "[{\"role\":\"user\",\"content\":\"goal g-1a2b, then goal g-9f3c\"},{\"content\":[\"\",\"id: 42\"]}]";
+    as_buf out = {0};
+    char err[200] = "";
+    // the last match wins; its first group substitutes; other bytes verbatim
+    CHECK(expand(msgs, "{\"type\":\"text-delta\",\"index\":0,\"text\":\"id {{fromRequest:goal (g-[0-9a-f]{4})}} \\u00e9\"}", &out, err, sizeof err) == 0);
+    CHECK(out.p && !strcmp(out.p, "{\"type\":\"text-delta\",\"index\":0,\"text\":\"id g-9f3c é\"}"));
+    // no group: the whole match; \d is translated; leaves join with LF, empty ones too
+    CHECK(expand(msgs, "[\"{{fromRequest:id: \\\\d+}}\",\"{{fromRequest:3c\\n\\nid}}\",\"plain \\u00e9\"]", &out, err, sizeof err) == 0);
+    CHECK(out.p && !strcmp(out.p, "[\"id: 42\",\"3c\\n\\nid\",\"plain \\u00e9\"]"));
+    CHECK(expand(msgs, "[\"{{fromRequest:zzz}}\"]", &out, err, sizeof err) == -1);
+    CHECK(!strcmp(err, "fromRequest pattern zzz matched nothing in the request"));
+    CHECK(expand(msgs, "[\"{{fromRequest:goal\"]", &out, err, sizeof err) == -1);
+    CHECK(!strcmp(err, "fromRequest placeholder is unterminated"));
+    CHECK(expand(msgs, "[\"{{fromRequest:(g}}\"]", &out, err, sizeof err) == -1);
+    CHECK(!strncmp(err, "fromRequest has an invalid pattern (g: ", 39));
+    as_buf_free(&out);
+}
+
 int main(int argc, char **argv)
 {
     as_setprog(argv[0]);
@@ -110,6 +144,7 @@ int main(int argc, char **argv)
     test_from_session();
     test_load();
     test_entry_errors();
+    test_from_request();
     if (fails) { fprintf(stderr, "replay: %d check(s) failed\n", fails); return 1; }
     return 0;
 }

@@ -210,8 +210,6 @@ as_sess *as_sess_open(const char *path);
 void as_sess_header(const as_sess *s, const char **line, size_t *len);  // line 1 bytes
 // The source line of the event last returned (a packed row's whole line).
 void as_sess_line(const as_sess *s, const char **line, size_t *len);
-// seedLength from the header (0 when absent or not a non-negative integer).
-int64_t as_sess_seed_length(const as_sess *s);
 as_form as_sess_form(const as_sess *s);      // form of the body seen so far
 // Next event: 1 and *ev, 0 at EOF. Dies (exit 2) on malformed lines: invalid
 // JSON, non-object, missing type, mixed projected/persisted envelopes,

@@ -11,7 +11,6 @@
 struct as_sess {
     as_in *in;
     as_buf header;
-    int64_t seed_length;
     as_form form;
     long form_line;        // first body line that fixed the form
     const char *line; size_t len;   // current source line
@@ -51,9 +50,6 @@ as_sess *as_sess_open(const char *path)
     int ty = s->j.t[0].type == AS_JOBJ ? as_json_get(&s->j, 0, "type") : -1;
     if (ty < 0 || !as_json_streq(&s->j, ty, "session"))
         as_die_at(as_in_name(s->in), 1, 0, "not a session log: line 1 is not a header ({\"type\":\"session\",…})");
-    int sl = as_json_get(&s->j, 0, "seedLength");
-    int64_t v;
-    if (sl >= 0 && as_json_int(&s->j, sl, &v) && v > 0) s->seed_length = v;
     as_buf_put(&s->header, line, len);
     opening = NULL;
     return s;
@@ -61,7 +57,6 @@ as_sess *as_sess_open(const char *path)
 
 void as_sess_header(const as_sess *s, const char **line, size_t *len) { *line = s->header.p; *len = s->header.n; }
 void as_sess_line(const as_sess *s, const char **line, size_t *len) { *line = s->line; *len = s->len; }
-int64_t as_sess_seed_length(const as_sess *s) { return s->seed_length; }
 as_form as_sess_form(const as_sess *s) { return s->form; }
 const char *as_sess_name(const as_sess *s) { return as_in_name(s->in); }
 as_in *as_sess_in(as_sess *s) { return s->in; }

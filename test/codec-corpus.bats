@@ -4,10 +4,6 @@
 bats_require_minimum_version 1.5.0
 load helpers/common
 
-setup() {
-    [ -d "$CORPUS" ] || skip "no corpus at ../shared/corpus"
-}
-
 @test "corpus: every committed session fixture is canonical (jsonl-pack --check exits 0)" {
     n=0
     while read -r f; do

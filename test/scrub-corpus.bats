@@ -4,10 +4,6 @@
 bats_require_minimum_version 1.5.0
 load helpers/common
 
-setup() {
-    [ -d "$CORPUS" ] || skip "no corpus at ../shared/corpus"
-}
-
 # Every raw capture directory of the corpus (any suite).
 raw_captures() {
     find "$CORPUS" -path '*/raw/*' -name run.json -printf '%h\n' | LC_ALL=C sort

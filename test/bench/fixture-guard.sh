@@ -5,7 +5,7 @@
 # under 50 ms and under 1 s. Also sidecar-dedupe --check on the corpus.
 set -euo pipefail
 . test/bench/lib.sh
-CORPUS=${ACPSNAP_CORPUS:-$(cd ../shared/corpus && pwd)}
+CORPUS=${ACPSNAP_CORPUS:-$(cd test/data/corpus && pwd)}
 quietly() { "$@" >/dev/null 2>&1 || true; }   # the corpus tree has known gaps (exit 1)
 rss() { /usr/bin/time -f '%M' -o "$BENCH_TMP/rss" "$@" >/dev/null 2>&1 || true; tail -1 "$BENCH_TMP/rss"; }
 

@@ -10,7 +10,7 @@ export PATH="$PWD/bin:$PATH"
 T=${BENCH_TMP:-$(mktemp -d /tmp/acpsnap-bench.XXXXXX)}
 MB=${BENCH_SCRUB_MB:-100}
 RUNS=${BENCH_RUNS:-5}
-CORPUS=${ACPSNAP_CORPUS:-$PWD/../shared/corpus}
+CORPUS=${ACPSNAP_CORPUS:-$PWD/test/data/corpus}
 RAW=$CORPUS/acp-agent/raw
 [ -d "$RAW" ] || { echo "scrub bench: no corpus at $CORPUS, skipped"; exit 0; }
 

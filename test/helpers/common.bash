@@ -3,7 +3,7 @@ load '/usr/lib/bats/bats-support/load'
 load '/usr/lib/bats/bats-assert/load'
 
 ROOT="$(cd "$BATS_TEST_DIRNAME/.." && pwd)"
-CORPUS="${ACPSNAP_CORPUS:-$(cd "$ROOT/../shared/corpus" 2>/dev/null && pwd)}"
+CORPUS="${ACPSNAP_CORPUS:-$ROOT/test/data/corpus}"
 PATH="$ROOT/bin:$ROOT/example:$PATH"
 export ROOT CORPUS PATH
 

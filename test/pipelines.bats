@@ -124,6 +124,23 @@ tree_sum() { find snap -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum; 
 acpsnap-replay: fixture-guard failed; nothing was run"
 }
 
+@test "pipelines: trouble outranks failure: a bad profile exits 2, at -j1 and -j2" {
+    record_all
+    cp snap/agent.profile bad.profile
+    echo 'not a key value line' >> bad.profile
+    run -2 acpsnap-replay -d snap -p bad.profile
+    assert_line --regexp '^FAIL +text-turn '
+    assert_line --regexp '^    acp-drive: .*/bad.profile:[0-9]+: expected key = value$'
+    assert_line --regexp '^replay: 3 scenarios: 0 passed, 3 failed, 0 skipped'
+    run -2 acpsnap-replay -d snap -p bad.profile -j 2
+    assert_line --regexp '^replay: 3 scenarios: 0 passed, 3 failed, 0 skipped'
+    # the make fragment passes the status on (make itself says 2 for any failure)
+    run -2 make -s acpsnap-replay ACPSNAP_PROFILE=bad.profile
+    # an agent that cannot be started is trouble too
+    sed "s|^command = .*|command = $BATS_TEST_TMPDIR/no-such-agent|" snap/agent.profile > gone.profile
+    run -2 acpsnap-replay -d snap -p gone.profile handshake
+}
+
 @test "pipelines: record refuses under CI against a live provider, and without a key" {
     CI=1 run -2 --separate-stderr acpsnap-record -d snap
     assert_equal "$stderr" 'acpsnap-replay: record refuses to run under CI against a live provider (set ACPSNAP_PROVIDER=replay-serve to record from provider scripts)'

@@ -68,6 +68,22 @@ $(LIB): $(LIB_OBJ)
 bin/%: $(BUILD)/bin/%.o $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ -Wl,--as-needed $(LDLIBS_ALL)
 
+# Multi-file tools: bin/<tool>/*.c (with a private header) linked into
+# $(BUILD)/tools/<tool>, since bin/<tool> is their directory; that directory
+# leads PATH for the recipes (tests, pipelines) so they find the tool.
+MULTI     := $(patsubst bin/%/,%,$(sort $(dir $(wildcard bin/*/*.c))))
+MULTI_BIN := $(addprefix $(BUILD)/tools/,$(MULTI))
+TOOLS     += $(MULTI_BIN)
+all: $(MULTI_BIN)
+export PATH := $(CURDIR)/$(BUILD)/tools:$(PATH)
+define multi_tool
+$(BUILD)/tools/$(1): $(patsubst %.c,$(BUILD)/%.o,$(wildcard bin/$(1)/*.c)) $(LIB)
+	@mkdir -p $$(dir $$@)
+	$$(CC) $$(LDFLAGS) -o $$@ $$^ -Wl,--as-needed $$(LDLIBS_ALL)
+$(patsubst %.c,$(BUILD)/%.o,$(wildcard bin/$(1)/*.c)): $(wildcard bin/$(1)/*.h)
+endef
+$(foreach t,$(MULTI),$(eval $(call multi_tool,$(t))))
+
 AGENT_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(AGENT_SRC))
 $(BUILD)/example/%.o: example/%.c example/*.h common/*.h $(FLAVOUR)
 	@mkdir -p $(dir $@)

@@ -1,9 +1,10 @@
 // replay-serve - serve a replay script as DeepSeek-compatible chat-completions SSE.
 //
-// One model call per entry, positionally, one stream at a time (DESIGN.md
-// §4.5). Each entry's provider-neutral chunks are translated back into the
-// chat.completion.chunk objects DeepSeek sends, in DeepSeek's field order, so
-// that an agent's real DeepSeek adapter turns them into the same chunks again.
+// One model call per entry, positionally, one stream at a time
+// (acpsnap-replay(5)). Each entry's provider-neutral chunks are translated
+// back into the chat.completion.chunk objects DeepSeek sends, in DeepSeek's
+// field order, so that an agent's real DeepSeek adapter turns them into the
+// same chunks again.
 // Anything the client does that the script did not foresee (a request past the
 // end, a second concurrent stream, a malformed request) is answered with an
 // HTTP error and recorded; the exit status at shutdown says so.
@@ -92,13 +93,6 @@ typedef struct {
     const char *ready_file;
     long last_ka_ms;
 } req;
-
-static long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long)(ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
-}
 
 static void event_end(req *r)
 {
@@ -460,12 +454,12 @@ static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max)
     // stream open (keep-alive comments only) until the client goes away.
     write_ready(r);
     r->outcome = "hang";
-    if (!r->last_ka_ms) r->last_ka_ms = now_ms();
+    if (!r->last_ka_ms) r->last_ka_ms = as_now_ms();
     for (;;) {
         if (S.stop) return MHD_CONTENT_READER_END_WITH_ERROR;
         if (client_gone(r, 20)) { r->outcome = "client-closed"; return MHD_CONTENT_READER_END_WITH_ERROR; }
-        if (S.keepalive_ms > 0 && now_ms() - r->last_ka_ms >= S.keepalive_ms) {
-            r->last_ka_ms = now_ms();
+        if (S.keepalive_ms > 0 && as_now_ms() - r->last_ka_ms >= S.keepalive_ms) {
+            r->last_ka_ms = as_now_ms();
             static const char KA[] = ": keep-alive\n\n";
             if (max < sizeof KA - 1) return 0;
             memcpy(buf, KA, sizeof KA - 1);
@@ -493,103 +487,101 @@ static int path_ok(const char *url)
     return n >= sizeof END - 1 && !strcmp(url + n - (sizeof END - 1), END);
 }
 
-static enum MHD_Result serve(struct MHD_Connection *c, req *r, const char *url, const char *method)
+// The request's JSON into j; NULL, or why it cannot be served (the failure
+// recorded, the message for the response returned).
+static const char *bad_request(req *r, as_json *j)
 {
-    char msg[512];
-    if (strcmp(method, "POST") || !path_ok(url)) {
-        snprintf(msg, sizeof msg, "replay-serve: no such endpoint: %s %.200s", method, url);
-        as_warn("request %ld: no such endpoint: %s %.200s", r->n, method, url);
-        return respond_json(c, r, 404, "invalid_request_error", msg);
-    }
-    as_json j = {0};
-    if (as_json_parse(&j, r->body.p ? r->body.p : "", r->body.n) || j.t[0].type != AS_JOBJ) {
-        as_json_free(&j);
+    if (as_json_parse(j, r->body.p ? r->body.p : "", r->body.n) || j->t[0].type != AS_JOBJ) {
         failure("request %ld: the request body is not a JSON object", r->n);
-        return respond_json(c, r, 400, "invalid_request_error", "replay-serve: the request body is not a JSON object");
+        return "replay-serve: the request body is not a JSON object";
     }
-    int st = as_json_get(&j, 0, "stream");
-    if (st < 0 || j.t[st].type != AS_JTRUE) {
-        as_json_free(&j);
+    int st = as_json_get(j, 0, "stream");
+    if (st < 0 || j->t[st].type != AS_JTRUE) {
         failure("request %ld: not a streaming request (\"stream\": true is required)", r->n);
-        return respond_json(c, r, 400, "invalid_request_error",
-                            "replay-serve: only streaming requests are served (\"stream\": true)");
+        return "replay-serve: only streaming requests are served (\"stream\": true)";
     }
-    // Take the next entry, or fail: past the end, or a stream in flight.
+    return NULL;
+}
+
+// Takes the next entry for r: its index, or -1 with the failure recorded and
+// the error response queued (*ret): a stream in flight, or past the end.
+static long take_entry(struct MHD_Connection *c, req *r, enum MHD_Result *ret)
+{
     pthread_mutex_lock(&S.mu);
-    long busy = S.busy;
-    long idx = -1;
+    long busy = S.busy, idx = -1;
     if (busy < 0 && S.next < S.sc.n) { idx = (long)S.next++; S.busy = r->n; r->owns_stream = 1; }
     pthread_mutex_unlock(&S.mu);
-    if (busy >= 0) {
-        as_json_free(&j);
+    if (idx >= 0) return idx;
+    char msg[512];
+    if (busy >= 0)
         snprintf(msg, sizeof msg, "replay-serve: model request %ld arrived while request %ld is still streaming "
                  "(replay serves one stream at a time)", r->n, busy);
-        failure("%s", msg + 14);
-        return respond_json(c, r, 500, "server_error", msg);
-    }
-    if (idx < 0) {
-        as_json_free(&j);
+    else
         snprintf(msg, sizeof msg, "replay-serve: model request %ld is past the end of the script (%zu entries)",
                  r->n, S.sc.n);
-        failure("%s", msg + 14);
-        return respond_json(c, r, 500, "server_error", msg);
-    }
-    r->entry = idx;
-    const as_replay_entry *e = &S.sc.e[idx];
+    failure("%s", msg + 14);
+    *ret = respond_json(c, r, 500, "server_error", msg);
+    return -1;
+}
 
-    gen g = { .r = r };
-    int so = as_json_get(&j, 0, "stream_options");
-    int iu = so >= 0 && j.t[so].type == AS_JOBJ ? as_json_get(&j, so, "include_usage") : -1;
-    g.include_usage = iu >= 0 && j.t[iu].type == AS_JTRUE;
-    as_buf model = {0};
-    if (S.model) as_jstr_write(&model, S.model, strlen(S.model));
+// A throw before any chunk: TRANSPORT drops the connection without a
+// response; any other code is answered with its HTTP error.
+static enum MHD_Result throw_early(struct MHD_Connection *c, req *r, const as_replay_entry *e)
+{
+    if (!strcmp(e->code, "TRANSPORT")) {
+        r->status = 0; r->outcome = "dropped";
+        return MHD_NO;
+    }
+    int status; const char *type;
+    throw_status(e->code, &status, &type);
+    r->outcome = "error";
+    return respond_json(c, r, status, type, e->message);
+}
+
+// What the generation takes from the request: include_usage, the model to
+// echo (JSON string bytes into model), the haystack of fromRequest
+// placeholders (acpsnap-replay(5)) into hay.
+static void gen_init(gen *g, const as_json *j, as_buf *model, as_buf *hay)
+{
+    int so = as_json_get(j, 0, "stream_options");
+    int iu = so >= 0 && j->t[so].type == AS_JOBJ ? as_json_get(j, so, "include_usage") : -1;
+    g->include_usage = iu >= 0 && j->t[iu].type == AS_JTRUE;
+    if (S.model) as_jstr_write(model, S.model, strlen(S.model));
     else {
-        int m = as_json_get(&j, 0, "model");
-        if (m >= 0 && j.t[m].type == AS_JSTR) as_buf_put(&model, as_tok_p(&j, m), as_tok_len(&j, m));
-        else as_buf_puts(&model, "\"deepseek-chat\"");
+        int m = as_json_get(j, 0, "model");
+        if (m >= 0 && j->t[m].type == AS_JSTR) as_buf_put(model, as_tok_p(j, m), as_tok_len(j, m));
+        else as_buf_puts(model, "\"deepseek-chat\"");
     }
-    g.model = model.p; g.model_len = model.n;
-    as_buf hay = {0};
-    int msgs = as_json_get(&j, 0, "messages");
-    if (msgs >= 0) as_replay_haystack(&j, msgs, &hay);
-    g.hay = &hay;
+    g->model = model->p; g->model_len = model->n;
+    int msgs = as_json_get(j, 0, "messages");
+    if (msgs >= 0) as_replay_haystack(j, msgs, hay);
+    g->hay = hay;
+}
 
-    enum MHD_Result ret;
-    if (e->kind == AS_REPLAY_THROW && e->nchunks == 0) {
-        if (!strcmp(e->code, "TRANSPORT")) {
-            r->status = 0; r->outcome = "dropped";
-            ret = MHD_NO;   // close the connection without a response
-        } else {
-            int status; const char *type;
-            throw_status(e->code, &status, &type);
-            r->outcome = "error";
-            ret = respond_json(c, r, status, type, e->message);
-        }
-        goto done;
-    }
-    int rc;
-    if (e->kind == AS_REPLAY_HANG) {
-        // The fixed prefix of DESIGN.md §4.2: a text block holding "partial".
-        static const char PREFIX[] = "{\"type\":\"text-delta\",\"index\":0,\"text\":\"partial\"}";
-        as_replay_entry h = { .kind = AS_REPLAY_HANG, .json = (char *)PREFIX, .len = sizeof PREFIX - 1 };
-        as_replay_chunk ch = { .off = 0, .len = sizeof PREFIX - 1, .type = AS_CHUNK_TEXT_DELTA };
-        h.chunk = &ch; h.nchunks = 1;
-        rc = translate(&g, &h, 0);
-        r->tail = T_HANG;
-        r->ready_file = e->ready_file;
-    } else {
-        rc = translate(&g, e, e->kind == AS_REPLAY_CHUNKS);
+// The whole stream of the entry into r->out, and how it ends. Returns 0 or
+// -1 (g->err set).
+static int generate(gen *g, const as_replay_entry *e)
+{
+    req *r = g->r;
+    if (e->kind != AS_REPLAY_HANG) {
         r->tail = e->kind == AS_REPLAY_CHUNKS ? T_DONE : (!strcmp(e->code, "STREAM_CLOSED") ? T_DONE : T_ABORT);
+        return translate(g, e, e->kind == AS_REPLAY_CHUNKS);
     }
-    if (rc) {
-        snprintf(msg, sizeof msg, "replay-serve: entry %ld: %s", idx, g.err);
-        failure("request %ld: entry %ld: %s", r->n, idx, g.err);
-        as_buf_reset(&r->out);
-        ret = respond_json(c, r, 500, "server_error", msg);
-        goto done;
-    }
+    // The fixed prefix of a hang (acpsnap-replay(5)): a text block holding "partial".
+    static const char PREFIX[] = "{\"type\":\"text-delta\",\"index\":0,\"text\":\"partial\"}";
+    as_replay_entry h = { .kind = AS_REPLAY_HANG, .json = (char *)PREFIX, .len = sizeof PREFIX - 1 };
+    as_replay_chunk ch = { .off = 0, .len = sizeof PREFIX - 1, .type = AS_CHUNK_TEXT_DELTA };
+    h.chunk = &ch; h.nchunks = 1;
+    r->tail = T_HANG;
+    r->ready_file = e->ready_file;
+    return translate(g, &h, 0);
+}
+
+// Queues r->out as the SSE response, a keep-alive comment first when
+// keep-alives are on (DeepSeek sends them while it is busy).
+static enum MHD_Result stream(struct MHD_Connection *c, req *r)
+{
     if (S.keepalive_ms > 0) {
-        // DeepSeek sends keep-alive comments while it is busy: one leads.
         as_buf ka = {0};
         as_buf_puts(&ka, ": keep-alive\n\n");
         as_buf_put(&ka, r->out.p, r->out.n);
@@ -604,11 +596,50 @@ static enum MHD_Result serve(struct MHD_Connection *c, req *r, const char *url, 
     snprintf(trace, sizeof trace, "%032lx", (unsigned long)r->n + 1);
     MHD_add_response_header(resp, "x-ds-trace-id", trace);
     r->status = 200;
-    ret = MHD_queue_response(c, MHD_HTTP_OK, resp);
+    enum MHD_Result ret = MHD_queue_response(c, MHD_HTTP_OK, resp);
     MHD_destroy_response(resp);
-done:
+    return ret;
+}
+
+// Serves entry idx to the request j: an early throw, or its stream.
+static enum MHD_Result serve_entry(struct MHD_Connection *c, req *r, const as_json *j, long idx)
+{
+    r->entry = idx;
+    const as_replay_entry *e = &S.sc.e[idx];
+    if (e->kind == AS_REPLAY_THROW && e->nchunks == 0) return throw_early(c, r, e);
+    gen g = { .r = r };
+    as_buf model = {0}, hay = {0};
+    gen_init(&g, j, &model, &hay);
+    enum MHD_Result ret;
+    if (!generate(&g, e)) ret = stream(c, r);
+    else {
+        char msg[512];
+        snprintf(msg, sizeof msg, "replay-serve: entry %ld: %s", idx, g.err);
+        failure("request %ld: entry %ld: %s", r->n, idx, g.err);
+        as_buf_reset(&r->out);
+        ret = respond_json(c, r, 500, "server_error", msg);
+    }
     as_buf_free(&hay);
     as_buf_free(&model);
+    return ret;
+}
+
+static enum MHD_Result serve(struct MHD_Connection *c, req *r, const char *url, const char *method)
+{
+    if (strcmp(method, "POST") || !path_ok(url)) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "replay-serve: no such endpoint: %s %.200s", method, url);
+        as_warn("request %ld: no such endpoint: %s %.200s", r->n, method, url);
+        return respond_json(c, r, 404, "invalid_request_error", msg);
+    }
+    as_json j = {0};
+    enum MHD_Result ret;
+    const char *bad = bad_request(r, &j);
+    if (bad) ret = respond_json(c, r, 400, "invalid_request_error", bad);
+    else {
+        long idx = take_entry(c, r, &ret);
+        if (idx >= 0) ret = serve_entry(c, r, &j, idx);
+    }
     as_json_free(&j);
     return ret;
 }

@@ -51,6 +51,10 @@ char *as_path_join(const char *dir, const char *name);   // "dir/name", caller f
 // Standard --help / --version handling: prints usage to stdout, exit 0.
 _Noreturn void as_usage_exit(const char *usage, int code);  // code 0: stdout; else stderr "usage: ..." exit code
 _Noreturn void as_version_exit(void);
+// Milliseconds on CLOCK_MONOTONIC (clock.c): never decreases, unaffected by
+// changes of the wall clock, cannot fail; its zero is arbitrary, so the value
+// only means something as a difference (deadlines, intervals, pacing).
+long as_now_ms(void);
 
 // ---------------------------------------------------------------- buf.c
 typedef struct { char *p; size_t n, cap; } as_buf;   // p is NUL-terminated when non-NULL

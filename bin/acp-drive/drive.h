@@ -1,0 +1,140 @@
+// drive.h - acp-drive's private header: the run, and what each topic offers.
+//
+//   main.c      options, the table of contents, the end of the run, cleanup
+//   profile.c   variables, ${NAME} expansion, the profile (acpsnap-profile(5))
+//   scenario.c  the scenario and its table row, directories, the agent's
+//               environment, replay preparation and replay-serve
+//   drive.c     the agent: spawning, the frame pump, requests and answers
+//   steps.c     input.json's steps (acpsnap-scenarios(5)): one table of kinds
+//   waits.c     waits on durable boundaries in the persisted logs
+//   harvest.c   session logs: reading as they grow, listing, harvest, run.json
+//
+// One run is driven per process; its state is one `run`, owned by main() and
+// passed to whatever needs it.
+#ifndef ACP_DRIVE_H
+#define ACP_DRIVE_H
+
+#include "acpsnap.h"
+#include "table.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+// ---------------------------------------------------------------- profile.c
+// Variables: acp-drive's own (exported to the agent) and the profile's env.
+typedef struct { char **k, **v; size_t n, cap; } vars;
+
+typedef struct {
+    char *path, *dir;
+    char **argv; size_t argc;
+    char **env; size_t nenv;        // "K=V" after expansion, in file order (mode-filtered)
+    long *env_line;
+    char **harvest; size_t nharvest;
+    int serve;                      // provider = replay-serve
+    long timeout, rpc_timeout, exit_timeout;   // -1: not set
+} profile;
+
+char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+char *vxasprintf(const char *fmt, va_list ap);
+void vars_set(vars *vs, const char *k, const char *v);
+void vars_free(vars *vs);
+// Expands ${NAME} and ${NAME:-default} from vs, then the environment; dies
+// (file:line) on an unknown name without a default. Caller frees.
+char *expand(const char *s, const vars *vs, const char *file, long line);
+// Reads the profile at path for the mode; dies (exit 2) on any problem.
+void profile_load(profile *pf, const char *path, int record, const vars *vs);
+void profile_free(profile *pf);
+
+// ---------------------------------------------------------------- the run
+typedef struct {
+    // the scenario
+    char scen_dir[PATH_MAX];
+    const char *name;               // its last path component
+    char *input_path;               // as the user spelled the scenario's path
+    as_input in;
+    profile pf;
+    vars vs;
+    int record, keep;
+    long timeout, rpc_timeout, exit_timeout;
+    char outdir[PATH_MAX];
+    char *cwd, *sessions_root, *spill_root, *tmp_root;
+    char cwd_real[PATH_MAX];
+    // the agent
+    pid_t pid;
+    int pidfd;                      // readable when the agent exits (-1: not available)
+    int fin, fout, ferr;
+    int out_eof, err_eof, exited, status;
+    as_buf line;                    // partial stdout line
+    as_json frame;                  // the stdout line last parsed
+    as_buf errbuf;                  // stderr collected
+    FILE *raw;                      // stdout.raw.jsonl
+    long frames;
+    // the protocol
+    long next_id;
+    char **resp; size_t nresp;      // response line per client request id (NULL until answered)
+    char *session_id;
+    size_t answer_next;
+    char *script_error;
+    // promptAndWaitForAgentMessage
+    const char *want_text; int want_seen;
+    // replay-serve
+    pid_t serve_pid;
+    char *serve_log;
+    // failure: the first one wins
+    char *fail;
+    as_buf scratch;
+} run;
+
+// ---------------------------------------------------------------- scenario.c
+void rm_rf(const char *path);
+void write_plain(const char *path, const void *p, size_t n);
+const as_scenario *load_scenario(run *r, const char *arg0, as_table *table);
+void make_dirs(run *r, const char *out, const char *wp_opt, const as_scenario *row);
+void set_vars(run *r, const as_scenario *row);
+char *prepare_replay(run *r);
+char **agent_env(run *r, const as_scenario *row, char **extra, size_t nextra);
+void start_serve(run *r, const char *script);
+int stop_serve(run *r, as_buf *err);
+
+// ---------------------------------------------------------------- drive.c
+void fail(run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void catch_signals(void);           // SIGTERM, SIGINT, SIGHUP fail the run
+char *start_agent(run *r, char **envp);   // NULL, or why it could not run
+void pump(run *r, int wait_ms);
+int agent_gone(const run *r);
+long request(run *r, const char *method, const as_buf *params);
+void notify_cancel(run *r);
+const char *await_response(run *r, long id, const char *method, long timeout);
+int response_error(const char *line, as_buf *msg);
+// A condition to wait for: 1 holds, 0 not yet, -1 failed (it called fail).
+typedef int (*cond_fn)(run *r, const void *ctx);
+int wait_until(run *r, cond_fn cond, const void *ctx, long timeout, const char *late, const char *gone);
+void stop_agent(run *r);
+void abort_agent(run *r);
+char *describe_status(int st);
+
+// ---------------------------------------------------------------- steps.c
+void run_step(run *r, const as_step *sp);
+
+// ---------------------------------------------------------------- waits.c
+enum { W_TURNSTART, W_TURNEND, W_CHILD, W_GOAL, W_INBOX, W_TITLE, W_EVENT };
+void wait_log(run *r, int what, int64_t minturn, const char *arg, long child, long timeout,
+              const char *what_msg);
+void wait_file(run *r, const char *rel, long timeout);
+
+// ---------------------------------------------------------------- harvest.c
+typedef struct {
+    char *path, *rel;               // absolute, relative to the sessions root
+    char *id;
+    int64_t created;
+    int child;                      // header has parentSession
+} logfile;
+typedef struct { logfile *v; size_t n; } loglist;
+
+void read_growing(const char *path, as_buf *out);
+void list_logs(const char *root, const profile *pf, loglist *l, as_buf *scratch);
+void loglist_free(loglist *l);
+void harvest(run *r);
+
+#endif

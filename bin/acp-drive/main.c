@@ -1,0 +1,237 @@
+// acp-drive - run one scenario against an ACP agent through its profile.
+//
+// Creates the scenario's cwd, seeds it from workspace/, boots the agent as the
+// profile says (acpsnap-profile(5)), drives input.json over ACP
+// (acpsnap-scenarios(5)), answers permission requests, waits on durable
+// boundaries by reading the persisted logs as they grow, then closes stdin,
+// waits for the agent to exit and harvests every session log, primary first.
+// Writes the raw capture (stdout.raw.jsonl, stderr.txt, session*.jsonl,
+// run.json) into the output directory. Exit 0: the run completed; 1: the
+// scenario failed (a step timed out, the agent crashed or exited non-zero, an
+// expectation of input.json did not hold); 2: trouble (usage, profile,
+// input.json, the fixture).
+#include "drive.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static const char USAGE[] =
+    "usage: acp-drive -p PROFILE -o OUTDIR [--record] [--timeout MS] [--rpc-timeout MS]\n"
+    "          [--exit-timeout MS] [--workspace-parent DIR] [--env K=V]... [--keep] SCENARIO_DIR\n"
+    "Runs one scenario against an agent: a fresh cwd with workspace/ copied in,\n"
+    "the agent booted through its profile (acpsnap-profile(5)), input.json driven\n"
+    "over ACP, raw stdout captured, the session logs harvested, and run.json\n"
+    "written for scrub --context, all into OUTDIR.\n"
+    "  -p, --profile FILE        the agent profile\n"
+    "  -o, --out DIR             the output directory (created when missing)\n"
+    "  -r, --record              record mode: no fixture; the profile's record.env\n"
+    "      --timeout MS          waiting steps (default: the profile's, else 10000)\n"
+    "      --rpc-timeout MS      each ACP request (default 60000; 600000 recording)\n"
+    "      --exit-timeout MS     the agent's exit after stdin closes (default 10000)\n"
+    "      --workspace-parent DIR   overrides the table's workspaceParent\n"
+    "  -e, --env K=V             adds to the agent's environment, last (repeatable)\n"
+    "      --keep                keep the cwd and the sessions root\n"
+    "      --help, --version\n"
+    "Exit status: 0 the run completed, 1 the scenario failed, 2 trouble.\n";
+
+// The options that are not the run's own.
+typedef struct {
+    const char *profile, *out, *wp;
+    long timeout, rpc_timeout, exit_timeout;   // -1: not given
+    char **env; size_t nenv;                   // --env K=V, in order
+} opts;
+
+static long num_opt(const char *opt, const char *s)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || *end || end == s || v <= 0) as_die(AS_TROUBLE, "invalid %s: %s", opt, s);
+    return v;
+}
+
+static void options(int argc, char **argv, opts *o, run *r)
+{
+    static const struct option lo[] = {
+        { "profile", required_argument, 0, 'p' }, { "out", required_argument, 0, 'o' },
+        { "record", no_argument, 0, 'r' }, { "timeout", required_argument, 0, 't' },
+        { "rpc-timeout", required_argument, 0, 'R' }, { "exit-timeout", required_argument, 0, 'x' },
+        { "workspace-parent", required_argument, 0, 'w' }, { "env", required_argument, 0, 'e' },
+        { "keep", no_argument, 0, 'k' }, { "help", no_argument, 0, 'h' }, { "version", no_argument, 0, 'V' },
+        { 0, 0, 0, 0 } };
+    for (int ch; (ch = getopt_long(argc, argv, "p:o:re:", lo, NULL)) != -1;) {
+        switch (ch) {
+        case 'p': o->profile = optarg; break;
+        case 'o': o->out = optarg; break;
+        case 'r': r->record = 1; break;
+        case 't': o->timeout = num_opt("--timeout", optarg); break;
+        case 'R': o->rpc_timeout = num_opt("--rpc-timeout", optarg); break;
+        case 'x': o->exit_timeout = num_opt("--exit-timeout", optarg); break;
+        case 'w': o->wp = optarg; break;
+        case 'e':
+            if (!strchr(optarg, '=') || optarg[0] == '=') as_die(AS_TROUBLE, "invalid --env: %s", optarg);
+            o->env = as_xrealloc(o->env, (o->nenv + 1) * sizeof *o->env);
+            o->env[o->nenv++] = optarg;
+            break;
+        case 'k': r->keep = 1; break;
+        case 'h': as_usage_exit(USAGE, 0);
+        case 'V': as_version_exit();
+        default: as_usage_exit(USAGE, AS_TROUBLE);
+        }
+    }
+    if (argc - optind != 1 || !o->profile || !o->out) as_usage_exit(USAGE, AS_TROUBLE);
+}
+
+// The option, else the profile's, else the default.
+static void set_timeouts(run *r, const opts *o)
+{
+    const profile *pf = &r->pf;
+    r->timeout = o->timeout > 0 ? o->timeout : pf->timeout > 0 ? pf->timeout : 10000;
+    r->rpc_timeout = o->rpc_timeout > 0 ? o->rpc_timeout
+                   : pf->rpc_timeout > 0 ? pf->rpc_timeout : (r->record ? 600000 : 60000);
+    r->exit_timeout = o->exit_timeout > 0 ? o->exit_timeout : pf->exit_timeout > 0 ? pf->exit_timeout : 10000;
+}
+
+// ---------------------------------------------------------------- the end of the run
+// What the agent left: its status, and its stderr.
+static void post_mortem(const run *r)
+{
+    char *d = describe_status(r->status);
+    as_warn("%s: agent %s", r->name, d);
+    free(d);
+    if (!r->errbuf.n) return;
+    fprintf(stderr, "%s: agent stderr:\n", as_prog);
+    fwrite(r->errbuf.p, 1, r->errbuf.n, stderr);
+    if (r->errbuf.p[r->errbuf.n - 1] != '\n') fputc('\n', stderr);
+}
+
+// Reports a failed step (steps[si - 1]) or a failed shutdown: the status.
+static int report(const run *r, size_t si)
+{
+    if (r->fail) {
+        const as_step *sp = &r->in.steps[si - 1];
+        as_warn_at(r->input_path, sp->line, 0, "step %zu (%s): %s", si - 1, as_op_name(sp->op), r->fail);
+    } else if (!(WIFEXITED(r->status) && WEXITSTATUS(r->status) == 0)) {
+        char *d = describe_status(r->status);
+        as_warn("%s: the agent failed at shutdown: %s", r->name, d);
+        free(d);
+    } else {
+        return AS_OK;
+    }
+    post_mortem(r);
+    return AS_NO;
+}
+
+// Drives input.json, stops the agent, writes its stderr, and reports a
+// failed step, a failed shutdown or replay-serve failures. Returns the status.
+static int drive(run *r, const char *rawp)
+{
+    size_t si = 0;
+    for (; si < r->in.nsteps && !r->fail; si++) run_step(r, &r->in.steps[si]);
+    if (!r->fail) stop_agent(r);
+    else abort_agent(r);
+    if (fclose(r->raw)) as_die_sys("write %s", rawp);
+    r->raw = NULL;
+    char *ep = xasprintf("%s/stderr.txt", r->outdir);
+    write_plain(ep, r->errbuf.p ? r->errbuf.p : "", r->errbuf.n);
+    free(ep);
+    as_buf serr = {0};
+    int serve_failed = stop_serve(r, &serr), rc = report(r, si);
+    if (serve_failed) {
+        as_warn("%s: replay-serve reported failures:", r->name);
+        if (serr.n) fwrite(serr.p, 1, serr.n, stderr);
+        rc = AS_NO;
+    }
+    as_buf_free(&serr);
+    harvest(r);
+    return rc;
+}
+
+// Boots the agent with stdout teed to stdout.raw.jsonl, then drives it.
+static int run_agent(run *r, char **envp)
+{
+    char *rawp = xasprintf("%s/stdout.raw.jsonl", r->outdir);
+    if (!(r->raw = fopen(rawp, "w"))) as_die_sys("open %s", rawp);
+    char *spawn_err = start_agent(r, envp);
+    int rc = AS_TROUBLE;
+    if (spawn_err) as_warn("%s: %s", r->pf.path, spawn_err);
+    else rc = drive(r, rawp);
+    free(spawn_err);
+    free(rawp);
+    return rc;
+}
+
+// ---------------------------------------------------------------- cleanup
+// No stray agent, server or temporary directory survives acp-drive.
+static void cleanup(const run *r)
+{
+    if (r->pid > 0 && !r->exited) { kill(r->pid, SIGKILL); waitpid(r->pid, NULL, 0); }
+    if (r->serve_pid > 0) { kill(r->serve_pid, SIGKILL); waitpid(r->serve_pid, NULL, 0); }
+    if (r->keep) return;
+    if (r->cwd) rm_rf(r->cwd);
+    if (r->tmp_root) rm_rf(r->tmp_root);
+    if (r->spill_root) rm_rf(r->spill_root);
+}
+
+// An exit handler takes no argument: the run to clean up when a helper dies
+// (exit 2), until release() has done it (main's run is gone by exit time).
+static const run *exiting;
+static void at_exit(void) { if (exiting) cleanup(exiting); }
+
+// Everything the run held, once the agent and replay-serve are gone.
+static void release(run *r, char **envp)
+{
+    if (r->raw) fclose(r->raw);
+    cleanup(r);
+    exiting = NULL;
+    if (r->keep) as_warn("kept %s and %s", r->cwd, r->tmp_root);
+    for (size_t i = 0; i < r->nresp; i++) free(r->resp[i]);
+    free(r->resp);
+    for (char **e = envp; e && *e; e++) free(*e);
+    free(envp);
+    vars_free(&r->vs);
+    profile_free(&r->pf);
+    as_input_free(&r->in);
+    as_json_free(&r->frame);
+    as_buf_free(&r->line); as_buf_free(&r->errbuf); as_buf_free(&r->scratch);
+    free(r->session_id); free(r->script_error); free(r->fail); free(r->serve_log);
+    free(r->input_path); free(r->sessions_root);
+    free(r->cwd); free(r->tmp_root); free(r->spill_root);
+    if (r->fin >= 0) close(r->fin);
+    if (r->fout >= 0) close(r->fout);
+    if (r->ferr >= 0) close(r->ferr);
+    if (r->pidfd >= 0) close(r->pidfd);
+}
+
+int main(int argc, char **argv)
+{
+    run r = { .fin = -1, .fout = -1, .ferr = -1, .pidfd = -1 };
+    opts o = { .timeout = -1, .rpc_timeout = -1, .exit_timeout = -1 };
+    as_setprog(argv[0]);
+    options(argc, argv, &o, &r);
+    signal(SIGPIPE, SIG_IGN);
+    exiting = &r;
+    atexit(at_exit);
+    catch_signals();
+
+    as_table table = {0};
+    const as_scenario *row = load_scenario(&r, argv[optind], &table);
+    make_dirs(&r, o.out, o.wp, row);
+    set_vars(&r, row);
+    char *script = r.record ? NULL : prepare_replay(&r);
+    profile_load(&r.pf, o.profile, r.record, &r.vs);
+    set_timeouts(&r, &o);
+    if (!r.record && r.pf.serve) start_serve(&r, script);
+    char **envp = agent_env(&r, row, o.env, o.nenv);
+    int rc = run_agent(&r, envp);
+
+    release(&r, envp);
+    as_table_free(&table);
+    free(script); free(o.env);
+    return rc;
+}

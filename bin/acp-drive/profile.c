@@ -1,0 +1,230 @@
+// profile.c - variables, their ${NAME} expansion, and the agent's profile
+// (acpsnap-profile(5)): key = value lines, # comments.
+#include "drive.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+char *vxasprintf(const char *fmt, va_list ap)
+{
+    as_buf b = {0};
+    va_list ap2;
+    va_copy(ap2, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    as_buf_grow(&b, (size_t)n + 1);
+    vsnprintf(b.p, (size_t)n + 1, fmt, ap2);
+    va_end(ap2);
+    return b.p;
+}
+
+char *xasprintf(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = vxasprintf(fmt, ap);
+    va_end(ap);
+    return s;
+}
+
+// ---------------------------------------------------------------- variables
+void vars_set(vars *vs, const char *k, const char *v)
+{
+    for (size_t i = 0; i < vs->n; i++)
+        if (!strcmp(vs->k[i], k)) { free(vs->v[i]); vs->v[i] = as_xstrdup(v); return; }
+    if (vs->n == vs->cap) {
+        vs->cap = vs->cap ? 2 * vs->cap : 32;
+        vs->k = as_xrealloc(vs->k, vs->cap * sizeof *vs->k);
+        vs->v = as_xrealloc(vs->v, vs->cap * sizeof *vs->v);
+    }
+    vs->k[vs->n] = as_xstrdup(k); vs->v[vs->n] = as_xstrdup(v); vs->n++;
+}
+
+static const char *vars_get(const vars *vs, const char *k)
+{
+    for (size_t i = 0; i < vs->n; i++) if (!strcmp(vs->k[i], k)) return vs->v[i];
+    return NULL;
+}
+
+void vars_free(vars *vs)
+{
+    for (size_t i = 0; i < vs->n; i++) { free(vs->k[i]); free(vs->v[i]); }
+    free(vs->k); free(vs->v);
+    memset(vs, 0, sizeof *vs);
+}
+
+// Index of the } closing the ${ at s[i], or n when there is none.
+static size_t closing_brace(const char *s, size_t n, size_t i)
+{
+    size_t k = i + 2, depth = 1;
+    while (k < n && depth) {
+        if (s[k] == '{') depth++;
+        else if (s[k] == '}' && --depth == 0) break;
+        k++;
+    }
+    return k;
+}
+
+// The default (after ":-") is expanded in turn.
+static void expand_into(as_buf *b, const char *s, size_t n, const vars *vs, const char *file, long line)
+{
+    for (size_t i = 0; i < n;) {
+        if (s[i] != '$' || i + 1 >= n || s[i + 1] != '{') { as_buf_putc(b, s[i++]); continue; }
+        size_t k = closing_brace(s, n, i);
+        if (k >= n) as_die_at(file, line, 0, "unterminated ${ in value");
+        const char *body = s + i + 2;
+        size_t blen = k - i - 2;
+        const char *dflt = memmem(body, blen, ":-", 2);
+        size_t nlen = dflt ? (size_t)(dflt - body) : blen;
+        char *name = strndup(body, nlen);
+        const char *v = vars_get(vs, name);
+        if (!v) v = getenv(name);
+        if (v && (*v || !dflt)) as_buf_puts(b, v);
+        else if (dflt) expand_into(b, dflt + 2, blen - nlen - 2, vs, file, line);
+        else as_die_at(file, line, 0, "unknown variable ${%s}", name);
+        free(name);
+        i = k + 1;
+    }
+}
+
+char *expand(const char *s, const vars *vs, const char *file, long line)
+{
+    as_buf b = {0};
+    as_buf_puts(&b, "");
+    expand_into(&b, s, strlen(s), vs, file, line);
+    return b.p;
+}
+
+// ---------------------------------------------------------------- the profile
+static char *trim(char *s)
+{
+    while (*s == ' ' || *s == '\t') s++;
+    size_t n = strlen(s);
+    while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r')) s[--n] = 0;
+    return s;
+}
+
+static long ms_value(const char *v, const char *file, long line, const char *key)
+{
+    char *end;
+    errno = 0;
+    long x = strtol(v, &end, 10);
+    if (errno || *end || end == v || x <= 0) as_die_at(file, line, 0, "%s must be a positive number of milliseconds", key);
+    return x;
+}
+
+static void free_words(char **v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) free(v[i]);
+}
+
+// command = WORDS: expanded, then split on blanks. Words naming paths
+// relative to the profile are made absolute: the agent runs in the
+// scenario's generated cwd.
+static void set_command(profile *pf, const char *val, const vars *vs, long line)
+{
+    char *x = expand(val, vs, pf->path, line), *save = NULL;
+    free_words(pf->argv, pf->argc);
+    free(pf->argv);
+    pf->argv = NULL; pf->argc = 0;
+    for (char *w = strtok_r(x, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
+        pf->argv = as_xrealloc(pf->argv, (pf->argc + 2) * sizeof *pf->argv);
+        pf->argv[pf->argc++] = (!strncmp(w, "./", 2) || !strncmp(w, "../", 3))
+            ? xasprintf("%s/%s", pf->dir, w) : as_xstrdup(w);
+        pf->argv[pf->argc] = NULL;
+    }
+    free(x);
+    if (!pf->argc) as_die_at(pf->path, line, 0, "empty command");
+}
+
+// env, replay.env, record.env = NAME=VALUE: kept for the mode, expanded at
+// launch (the variables may change until then).
+static void add_env(profile *pf, const char *key, const char *val, int record, long line)
+{
+    if (!strcmp(key, "replay.env") && record) return;
+    if (!strcmp(key, "record.env") && !record) return;
+    const char *eq = strchr(val, '=');
+    if (!eq || eq == val) as_die_at(pf->path, line, 0, "%s must be NAME=VALUE", key);
+    pf->env = as_xrealloc(pf->env, (pf->nenv + 1) * sizeof *pf->env);
+    pf->env_line = as_xrealloc(pf->env_line, (pf->nenv + 1) * sizeof *pf->env_line);
+    pf->env_line[pf->nenv] = line;
+    pf->env[pf->nenv++] = as_xstrdup(val);
+}
+
+// harvest = GLOBS: the last line wins.
+static void set_harvest(profile *pf, const char *val)
+{
+    free_words(pf->harvest, pf->nharvest);
+    pf->nharvest = 0;
+    char *x = as_xstrdup(val), *save = NULL;
+    for (char *w = strtok_r(x, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
+        pf->harvest = as_xrealloc(pf->harvest, (pf->nharvest + 1) * sizeof *pf->harvest);
+        pf->harvest[pf->nharvest++] = as_xstrdup(w);
+    }
+    free(x);
+}
+
+static void set_provider(profile *pf, const char *val, long line)
+{
+    if (!strcmp(val, "replay-serve")) pf->serve = 1;
+    else if (!strcmp(val, "agent")) pf->serve = 0;
+    else as_die_at(pf->path, line, 0, "provider must be agent or replay-serve");
+}
+
+// One non-blank, non-comment line (trimmed).
+static void profile_line(profile *pf, char *s, int record, const vars *vs, long line)
+{
+    char *eq = strchr(s, '=');
+    if (!eq) as_die_at(pf->path, line, 0, "expected key = value");
+    *eq = 0;
+    char *key = trim(s), *val = trim(eq + 1);
+    if (!strcmp(key, "command")) set_command(pf, val, vs, line);
+    else if (!strcmp(key, "env") || !strcmp(key, "replay.env") || !strcmp(key, "record.env"))
+        add_env(pf, key, val, record, line);
+    else if (!strcmp(key, "harvest")) set_harvest(pf, val);
+    else if (!strcmp(key, "provider")) set_provider(pf, val, line);
+    else if (!strcmp(key, "timeout")) pf->timeout = ms_value(val, pf->path, line, key);
+    else if (!strcmp(key, "rpc-timeout")) pf->rpc_timeout = ms_value(val, pf->path, line, key);
+    else if (!strcmp(key, "exit-timeout")) pf->exit_timeout = ms_value(val, pf->path, line, key);
+    else as_die_at(pf->path, line, 0, "unknown key \"%.40s\"", key);
+}
+
+// The profile's path, and its directory resolved (relative words hang off it).
+static void profile_init(profile *pf, const char *path)
+{
+    memset(pf, 0, sizeof *pf);
+    pf->timeout = pf->rpc_timeout = pf->exit_timeout = -1;
+    pf->path = as_xstrdup(path);
+    char *slash = strrchr(pf->path, '/');
+    pf->dir = slash ? strndup(pf->path, (size_t)(slash - pf->path)) : as_xstrdup(".");
+    char rp[PATH_MAX];
+    if (realpath(pf->dir, rp)) { free(pf->dir); pf->dir = as_xstrdup(rp); }
+}
+
+void profile_load(profile *pf, const char *path, int record, const vars *vs)
+{
+    profile_init(pf, path);
+    as_buf src = {0};
+    as_read_file(path, &src);
+    long line = 0;
+    for (char *l = src.p ? src.p : (char *)""; l;) {
+        char *nl = strchr(l, '\n');
+        if (nl) *nl = 0;
+        line++;
+        char *s = trim(l);
+        l = nl ? nl + 1 : NULL;
+        if (*s && *s != '#') profile_line(pf, s, record, vs, line);
+    }
+    as_buf_free(&src);
+    if (!pf->argv) as_die_at(path, 0, 0, "no command");
+    if (!pf->nharvest) set_harvest(pf, "*.jsonl *.jsonl.zst *.jsonl.zstd");
+}
+
+void profile_free(profile *pf)
+{
+    free_words(pf->argv, pf->argc);
+    free_words(pf->env, pf->nenv);
+    free_words(pf->harvest, pf->nharvest);
+    free(pf->argv); free(pf->env); free(pf->env_line); free(pf->harvest); free(pf->path); free(pf->dir);
+}

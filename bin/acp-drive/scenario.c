@@ -1,0 +1,328 @@
+// scenario.c - the scenario (acpsnap-scenarios(5)): its directory,
+// input.json and table row; the run's directories; the variables and the
+// agent's environment; replay preparation, and replay-serve when the
+// profile's provider is.
+#include "drive.h"
+#include "replay.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+static int is_dir(const char *p) { struct stat st; return !stat(p, &st) && S_ISDIR(st.st_mode); }
+
+static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st; (void)ftw;
+    return (flag == FTW_DP ? rmdir(p) : unlink(p)) && errno != ENOENT ? -1 : 0;
+}
+
+// Removes a directory tree we created (symlinks are removed, not followed).
+void rm_rf(const char *path)
+{
+    if (nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS) && errno != ENOENT)
+        as_warn("unable to remove %s: %s", path, strerror(errno));
+}
+
+// The run's outputs are scratch files for the pipeline: plain writes, no
+// fsync (the pipelines stage what they commit).
+void write_plain(const char *path, const void *p, size_t n)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) as_die_sys("open %s", path);
+    if (fwrite(p, 1, n, f) != n || fclose(f)) as_die_sys("write %s", path);
+}
+
+static void report_die(void *ctx, const char *file, long line, const char *msg)
+{
+    (void)ctx;
+    as_warn_at(file, line, 0, "%s", msg);
+}
+
+// The scenario: its directory, input.json, its table row (when there is a
+// table). Messages name input.json as the user spelled the scenario's path.
+const as_scenario *load_scenario(run *r, const char *arg0, as_table *table)
+{
+    if (!realpath(arg0, r->scen_dir) || !is_dir(r->scen_dir)) as_die(AS_TROUBLE, "%s: not a scenario directory", arg0);
+    r->name = strrchr(r->scen_dir, '/') ? strrchr(r->scen_dir, '/') + 1 : r->scen_dir;
+    char *arg = as_xstrdup(arg0);
+    for (size_t n = strlen(arg); n > 1 && arg[n - 1] == '/'; n--) arg[n - 1] = 0;
+    r->input_path = xasprintf("%s/input.json", arg);
+    free(arg);
+    if (access(r->input_path, R_OK)) as_die(AS_TROUBLE, "%s: unable to read: %s", r->input_path, strerror(errno));
+    if (as_input_load(r->input_path, &r->in, report_die, NULL)) exit(AS_TROUBLE);
+    char *table_path = xasprintf("%s/../scenarios.jsonl", r->scen_dir);
+    const as_scenario *row = NULL;
+    if (!access(table_path, R_OK)) {
+        as_table_load(table_path, table, NULL, NULL);
+        if (!(row = as_table_find(table, r->name)))
+            as_die(AS_TROUBLE, "%s: scenario %s is not in the table", table_path, r->name);
+    }
+    free(table_path);
+    return row;
+}
+
+// ---------------------------------------------------------------- directories
+// Fixed-length, scenario-keyed spill root (FNV-1a of the name, 9 hex digits).
+static char *spill_root_for(const char *name)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (const unsigned char *p = (const unsigned char *)name; *p; p++) { h ^= *p; h *= 1099511628211ULL; }
+    // dsh's spelling, which scrub turns into {{spillLocator:<name>}}
+    return xasprintf("/tmp/dsh-acp-snap-%09llx", (unsigned long long)(h & 0xfffffffffULL));
+}
+
+static char *workspace_parent(const char *wp)
+{
+    const char *tmp = getenv("TMPDIR");
+    if (!tmp || !*tmp) tmp = "/tmp";
+    if (!wp) return as_xstrdup(tmp);
+    if (!strncmp(wp, "$HOME", 5)) { const char *h = getenv("HOME"); return xasprintf("%s%s", h ? h : "", wp + 5); }
+    if (!strncmp(wp, "$TMPDIR", 7)) return xasprintf("%s%s", tmp, wp + 7);
+    return as_xstrdup(wp);
+}
+
+static int copy_tree(const char *from, const char *to)
+{
+    char *src = xasprintf("%s/.", from);
+    pid_t pid = fork();
+    if (pid == 0) { execlp("cp", "cp", "-a", "--", src, to, (char *)NULL); _exit(127); }
+    int st = 0;
+    if (pid > 0) waitpid(pid, &st, 0);
+    free(src);
+    return pid > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+// The generated cwd, under the workspace parent (option, else the row's).
+static void make_cwd(run *r, const char *wp_opt, const as_scenario *row)
+{
+    char *parent = workspace_parent(wp_opt ? wp_opt : row ? row->workspaceParent : NULL);
+    r->cwd = xasprintf("%s/acp-snap-cwd-XXXXXX", parent);
+    if (!mkdtemp(r->cwd)) as_die_sys("create a directory under %s", parent);
+    free(parent);
+    if (!realpath(r->cwd, r->cwd_real)) snprintf(r->cwd_real, sizeof r->cwd_real, "%s", r->cwd);
+}
+
+// The run's directories: the output directory, the generated cwd with the
+// scenario's workspace/ copied in, a private sessions root, the spill root.
+void make_dirs(run *r, const char *out, const char *wp_opt, const as_scenario *row)
+{
+    if (mkdir(out, 0755) && errno != EEXIST) as_die_sys("create %s", out);
+    if (!realpath(out, r->outdir)) as_die_sys("resolve %s", out);
+    make_cwd(r, wp_opt, row);
+    const char *tmp = getenv("TMPDIR");
+    r->tmp_root = xasprintf("%s/acp-snap-run-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(r->tmp_root)) as_die_sys("create a temporary directory");
+    r->sessions_root = xasprintf("%s/sessions", r->tmp_root);
+    if (mkdir(r->sessions_root, 0700)) as_die_sys("create %s", r->sessions_root);
+    r->spill_root = spill_root_for(r->name);
+    char *ws = xasprintf("%s/workspace", r->scen_dir);
+    if (is_dir(ws) && !copy_tree(ws, r->cwd)) as_die(AS_TROUBLE, "%s: unable to copy the workspace", ws);
+    free(ws);
+}
+
+// ---------------------------------------------------------------- variables and environment
+// Variables for the profile and the agent's environment.
+void set_vars(run *r, const as_scenario *row)
+{
+    vars_set(&r->vs, "ACPSNAP_SNAPSHOT", r->record ? "record" : "replay");
+    vars_set(&r->vs, "ACPSNAP_SCENARIO", r->name);
+    vars_set(&r->vs, "ACPSNAP_SCENARIO_DIR", r->scen_dir);
+    vars_set(&r->vs, "ACPSNAP_CWD", r->cwd);
+    vars_set(&r->vs, "ACPSNAP_SESSIONS_ROOT", r->sessions_root);
+    vars_set(&r->vs, "ACPSNAP_SPILL_ROOT", r->spill_root);
+    vars_set(&r->vs, "ACPSNAP_OUT", r->outdir);
+    if (row && row->configPath) {
+        // relative to the snapshots directory (the table's)
+        char *cp = row->configPath[0] == '/' ? as_xstrdup(row->configPath)
+                                             : xasprintf("%s/../%s", r->scen_dir, row->configPath);
+        char rp[PATH_MAX];
+        vars_set(&r->vs, "ACPSNAP_CONFIG_PATH", realpath(cp, rp) ? rp : cp);
+        free(cp);
+    }
+}
+
+// K=V into env.
+static void env_put(vars *env, const char *kv)
+{
+    char *x = as_xstrdup(kv);
+    char *eq = strchr(x, '=');
+    *eq = 0;
+    vars_set(env, x, eq + 1);
+    free(x);
+}
+
+// The agent's environment: ours, the profile's, the scenario's, the command
+// line's, later ones winning. Returns a NULL-terminated envp (caller frees).
+char **agent_env(run *r, const as_scenario *row, char **extra, size_t nextra)
+{
+    vars env = {0};
+    for (char **e = environ; *e; e++)
+        if (strchr(*e, '=')) env_put(&env, *e);
+    for (size_t i = 0; i < r->vs.n; i++) vars_set(&env, r->vs.k[i], r->vs.v[i]);
+    for (size_t i = 0; i < r->pf.nenv; i++) {
+        char *x = expand(r->pf.env[i], &r->vs, r->pf.path, r->pf.env_line[i]);
+        env_put(&env, x);
+        free(x);
+    }
+    if (row) for (size_t i = 0; i < row->nenv; i++) vars_set(&env, row->envKeys[i], row->envVals[i]);
+    for (size_t i = 0; i < nextra; i++) env_put(&env, extra[i]);
+    char **envp = as_xmalloc((env.n + 1) * sizeof *envp);
+    for (size_t i = 0; i < env.n; i++) envp[i] = xasprintf("%s=%s", env.k[i], env.v[i]);
+    envp[env.n] = NULL;
+    vars_free(&env);
+    return envp;
+}
+
+// ---------------------------------------------------------------- replay (acpsnap-replay(5))
+// Without a fixture only a whole-script override can drive replay.
+static void check_fixture(const char *fixture, const char *override, int has_ov)
+{
+    if (!access(fixture, R_OK)) return;
+    int whole = 0;
+    if (has_ov) {
+        as_replay_override ov;
+        as_replay_override_load(override, &ov);
+        whole = ov.replace;
+        as_replay_override_free(&ov);
+    }
+    if (!whole) as_die(AS_TROUBLE, "%s: missing fixture", fixture);
+}
+
+// ACPSNAP_CHILD_FIXTURES: session.1.jsonl, session.2.jsonl… while they exist.
+static void set_child_fixtures(run *r)
+{
+    as_buf kids = {0};
+    for (int i = 1;; i++) {
+        char *c = xasprintf("%s/session.%d.jsonl", r->scen_dir, i);
+        if (access(c, R_OK)) { free(c); break; }
+        if (kids.n) as_buf_putc(&kids, ':');
+        as_buf_puts(&kids, c);
+        free(c);
+    }
+    vars_set(&r->vs, "ACPSNAP_CHILD_FIXTURES", kids.p ? kids.p : "");
+    as_buf_free(&kids);
+}
+
+// The replay script of the fixture and override, into OUTDIR/replay.jsonl.
+static char *write_script(run *r, const char *fixture, const char *override)
+{
+    as_replay_script sc = {0};
+    as_replay_from_session(fixture, override, 0, &sc);
+    char *script = xasprintf("%s/replay.jsonl", r->outdir);
+    as_buf sb = {0};
+    for (size_t i = 0; i < sc.n; i++) { as_buf_put(&sb, sc.e[i].json, sc.e[i].len); as_buf_putc(&sb, '\n'); }
+    write_plain(script, sb.p ? sb.p : "", sb.n);
+    as_buf_free(&sb);
+    as_replay_script_free(&sc);
+    return script;
+}
+
+// Replay: the fixture, override and child fixture variables, and the
+// primary's replay script, derived here once (an agent with a replay adapter
+// reads it; replay-serve serves it otherwise). Returns the script's path.
+char *prepare_replay(run *r)
+{
+    char *fixture = xasprintf("%s/session.jsonl", r->scen_dir);
+    char *override = xasprintf("%s/replay.override.json", r->scen_dir);
+    int has_ov = !access(override, R_OK);
+    check_fixture(fixture, override, has_ov);
+    vars_set(&r->vs, "ACPSNAP_FIXTURE", fixture);
+    if (has_ov) vars_set(&r->vs, "ACPSNAP_OVERRIDE", override);
+    set_child_fixtures(r);
+    char *script = write_script(r, access(fixture, R_OK) ? NULL : fixture, has_ov ? override : NULL);
+    vars_set(&r->vs, "ACPSNAP_REPLAY_SCRIPT", script);
+    free(fixture);
+    free(override);
+    return script;
+}
+
+// ---------------------------------------------------------------- replay-serve
+static char *self_dir(void)
+{
+    char p[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", p, sizeof p - 1);
+    if (n <= 0) return NULL;
+    p[n] = 0;
+    char *s = strrchr(p, '/');
+    if (s) *s = 0;
+    return as_xstrdup(p);
+}
+
+// replay-serve beside acp-drive, else on PATH: its pid.
+static pid_t spawn_serve(run *r, const char *script, const char *port_file)
+{
+    char *dir = self_dir();
+    char *bin = dir ? xasprintf("%s/replay-serve", dir) : NULL;
+    if (!bin || access(bin, X_OK)) { free(bin); bin = as_xstrdup("replay-serve"); }
+    r->serve_log = xasprintf("%s/replay-serve.log", r->outdir);
+    char *argv[] = { bin, "--port-file", (char *)port_file, "--ready-dir", r->cwd, "--log", r->serve_log,
+                     (char *)script, NULL };
+    pid_t pid = fork();
+    if (pid < 0) as_die_sys("fork");
+    if (pid == 0) {
+        char *errp = xasprintf("%s/replay-serve.stderr", r->outdir);
+        int fd = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd >= 0) dup2(fd, 2);
+        int nul = open("/dev/null", O_WRONLY);
+        if (nul >= 0) dup2(nul, 1);
+        execvp(argv[0], argv);
+        _exit(127);
+    }
+    free(bin); free(dir);
+    return pid;
+}
+
+// Waits (5 s at most) for replay-serve's port file; dies when it does not come.
+static void await_port(run *r, const char *port_file, as_buf *port)
+{
+    long deadline = as_now_ms() + 5000;
+    for (;;) {
+        struct stat st;
+        if (!stat(port_file, &st) && st.st_size > 0) { as_read_file(port_file, port); break; }
+        int status;
+        if (waitpid(r->serve_pid, &status, WNOHANG) == r->serve_pid)
+            as_die(AS_TROUBLE, "replay-serve did not start (see %s/replay-serve.stderr)", r->outdir);
+        if (as_now_ms() >= deadline) as_die(AS_TROUBLE, "replay-serve did not start within 5000 ms");
+        struct timespec ts = { 0, 5000000 };
+        nanosleep(&ts, NULL);
+    }
+    while (port->n && (port->p[port->n - 1] == '\n')) port->p[--port->n] = 0;
+}
+
+// Starts replay-serve on the script; ACPSNAP_PROVIDER_URL is where it listens.
+void start_serve(run *r, const char *script)
+{
+    char *pf = xasprintf("%s/replay-serve.port", r->tmp_root);
+    r->serve_pid = spawn_serve(r, script, pf);
+    as_buf port = {0};
+    await_port(r, pf, &port);
+    char *url = xasprintf("http://127.0.0.1:%s", port.p);
+    vars_set(&r->vs, "ACPSNAP_PROVIDER_URL", url);
+    free(url); free(pf);
+    as_buf_free(&port);
+}
+
+// Stops replay-serve: 1 and its stderr in err when it reported failures.
+int stop_serve(run *r, as_buf *err)
+{
+    if (r->serve_pid <= 0) return 0;
+    kill(r->serve_pid, SIGTERM);
+    int st = 0;
+    waitpid(r->serve_pid, &st, 0);
+    r->serve_pid = 0;
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 0) return 0;
+    char *errp = xasprintf("%s/replay-serve.stderr", r->outdir);
+    as_read_file(errp, err);
+    free(errp);
+    return 1;
+}

@@ -6,8 +6,8 @@
 
 static const char usage[] =
     "usage: jsonl-pack [-u | -c] [-z] [file...]\n"
-    "Packs session logs into the canonical layout (DESIGN.md §3.3), keeping\n"
-    "the input's form (projected or persisted).\n"
+    "Packs session logs into the canonical layout (acpsnap-session(5)),\n"
+    "keeping the input's form (projected or persisted).\n"
     "  -u, --unpack   one event per line, with envelopes (synthetic ones for\n"
     "                 projected input); the header line stays first\n"
     "  -c, --check    exit 1 naming the first line that is not canonical\n"

@@ -5,8 +5,8 @@
 # the few test directives (roff comments): see helpers/man-examples.bash.
 #
 # The directory each page runs in (a fresh copy per page, also its $HOME):
-#   scenarios/               the shipped scenarios; the profile runs the
-#                            acpsnap-agent found on PATH
+#   scenarios/               the shipped scenarios; their profile's agent is
+#                            the acpsnap-agent found on PATH
 #   snapshots/               the conformance corpus's dsh snapshot tree
 #   corpus/                  the conformance corpus (test/data/corpus)
 #   session.jsonl            a fixture with a body (scenarios/text-turn)
@@ -22,12 +22,15 @@ load helpers/man-examples
 
 setup_file() {
     command -v acpsnap-agent >/dev/null || skip "the reference agent is not built"
-    local t=$BATS_FILE_TMPDIR/template
+    local t=$BATS_FILE_TMPDIR/template agent
     export TMPDIR=$BATS_FILE_TMPDIR/tmp
     mkdir -p "$t" "$TMPDIR"
     cd "$t"
     cp -r "$ROOT/scenarios" scenarios
-    sed -i 's|^command = .*|command = acpsnap-agent|' scenarios/acpsnap-agent.profile
+    # the profile's agent, where its command line says, is the one on PATH
+    agent=$(sed -n 's/^command = //p' scenarios/acpsnap-agent.profile)
+    mkdir -p "scenarios/$(dirname "$agent")"
+    ln -s "$(command -v acpsnap-agent)" "scenarios/$agent"
     cp -r "$CORPUS/acp-agent/snapshots" snapshots
     ln -s "$CORPUS" corpus
     cp scenarios/text-turn/session.jsonl session.jsonl
@@ -50,7 +53,7 @@ run_page() {
     cp -a "$BATS_FILE_TMPDIR/template" "$w"
     cd "$w"
     mkdir -p "$w/.tmp"
-    HOME=$w TMPDIR=$w/.tmp run timeout 600 bash "$BATS_TEST_TMPDIR/examples.bash" < /dev/null
+    HOME=$w TMPDIR=$w/.tmp run timeout 300 bash "$BATS_TEST_TMPDIR/examples.bash" < /dev/null
     [ "$status" -eq 0 ] || { echo "$output"; fail "$1: an example failed (status $status)"; }
 }
 
@@ -118,6 +121,9 @@ run_fake() {
     assert_output --partial 'exit status 0, expected 3'
     fake_page '.Bd -literal' '$ cat f' 'a b' '$ wc -w < f' '2' '.Ed'
     run -0 run_fake
+    fake_page '.Bd -literal' '$ cat f' 'a c' '.Ed'
+    run -1 run_fake
+    assert_output --partial '+a b'
     fake_page '.Bd -literal' '$ echo one' 'two' '.Ed'
     run -1 run_fake
     assert_output --partial 'the output differs from the page'

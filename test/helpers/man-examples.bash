@@ -22,7 +22,9 @@
 # && or \, and for/while loops, are one command). A block whose first line
 # starts with "$ " is a transcript: each "$ " line is a command and the lines
 # after it are its expected output (stdout and stderr together), compared
-# exactly; "$ cat FILE" followed by its output creates FILE with that output.
+# exactly; a command line ending in \ goes on in the next line. "$ cat FILE"
+# followed by its output creates FILE with that output when it is missing
+# (and, like any transcript, checks it when it is there).
 # Every command must exit 0 unless a status directive says otherwise; the
 # script runs under set -e -o pipefail, so a failure inside a loop or a
 # pipeline counts too.
@@ -134,7 +136,7 @@ _man_examples_steps() {
     _emit() { # cmd want [expected-output-or-unset] [catfile]
         printf '__where=%q; __cur=%q\n' "$where" "$1"
         if [ -n "$4" ]; then
-            printf 'cat > %q <<'"'"'__ACPSNAP_EOF'"'"'\n%s\n__ACPSNAP_EOF\n' "$4" "$3"
+            printf '[ -e %q ] || cat > %q <<'"'"'__ACPSNAP_EOF'"'"'\n%s\n__ACPSNAP_EOF\n' "$4" "$4" "$3"
         fi
         if [ "$transcript" = 1 ]; then
             printf 'set +e; { %s\n} > .man-example.out 2>&1; __s=$?; set -e; __expect %s $__s\n' "$1" "$2"
@@ -165,6 +167,7 @@ _man_examples_steps() {
                 continue
             fi
             [ "$have" = 1 ] || { echo "$where: output before the first \$ command" >&2; return 2; }
+            if [ "$first" = 1 ] && [[ $cmd == *\\ ]]; then cmd+=$'\n'$l; continue; fi
             if [ "$first" = 1 ]; then out=$l; first=0; else out+=$'\n'$l; fi; nout=1
         done
         [ "$have" = 1 ] && _emit "$cmd" "$want" "$out" "$catfile"

@@ -49,7 +49,7 @@ static const char USAGE[] =
     "      --workspace-parent DIR   overrides the table's workspaceParent\n"
     "  -e, --env K=V             adds to the agent's environment, last (repeatable)\n"
     "      --keep                keep the cwd and the sessions root\n"
-    "      --help, --version\n"
+    "  -h, --help, --version\n"
     "Exit status: 0 the run completed, 1 the scenario failed, 2 trouble.\n";
 
 // ---------------------------------------------------------------- small utilities
@@ -1463,7 +1463,7 @@ int main(int argc, char **argv)
     char **extra_env = NULL; size_t nextra = 0;
     as_setprog(argv[0]);
     R.fin = R.fout = R.ferr = R.pidfd = -1;
-    for (int ch; (ch = getopt_long(argc, argv, "p:o:re:", lo, NULL)) != -1;) {
+    for (int ch; (ch = getopt_long(argc, argv, "p:o:re:h", lo, NULL)) != -1;) {
         switch (ch) {
         case 'p': profile_path = optarg; break;
         case 'o': R.outdir = optarg; break;

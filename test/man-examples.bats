@@ -62,14 +62,15 @@ run_page() {
     for p in "$ROOT"/share/man/man*/*; do
         n=${p#"$ROOT/share/man/"}
         grep -q '^\.Sh EXAMPLES' "$p" || fail "$n has no EXAMPLES section"
-        grep -q "run_page $n\$" "$BATS_TEST_FILENAME" || fail "$n has no test in man-examples.bats"
+        grep -qF "{ run_page $n; }" "$BATS_TEST_FILENAME" || fail "$n has no test in man-examples.bats"
     done
 }
 
 @test "man-examples: the skipped examples are few, and each says why" {
-    run -0 grep -rh '^\.\\" test: skip' "$ROOT"/share/man
-    [ "${#lines[@]}" -le 3 ] || fail "too many skipped examples: $output"
-    refute_line --regexp '^\.\\" test: skip *$'
+    local n
+    n=$(cat "$ROOT"/share/man/man*/* | grep -c '^\.\\" test: skip' || true)
+    [ "$n" -le 3 ] || fail "$n skipped examples: at most 3"
+    run -1 grep -rqE '^\.\\" test: skip *$' "$ROOT"/share/man
 }
 
 @test "man-examples: acp-drive(1)" { run_page man1/acp-drive.1; }

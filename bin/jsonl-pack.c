@@ -6,13 +6,13 @@
 
 static const char usage[] =
     "usage: jsonl-pack [-u | -c] [-z] [file...]\n"
-    "Packs session logs into the canonical layout (DESIGN.md §3.3), keeping\n"
-    "the input's form (projected or persisted).\n"
+    "Packs session logs into the canonical layout (acpsnap-session(5)),\n"
+    "keeping the input's form (projected or persisted).\n"
     "  -u, --unpack   one event per line, with envelopes (synthetic ones for\n"
     "                 projected input); the header line stays first\n"
     "  -c, --check    exit 1 naming the first line that is not canonical\n"
     "  -z, --zstd     write zstd frames (header frame, then the body)\n"
-    "      --help     this text\n"
+    "  -h, --help     this text\n"
     "      --version  the version\n"
     "Exit status: 0 ok, 1 not canonical (--check), 2 trouble.\n";
 
@@ -41,7 +41,7 @@ int main(int argc, char **argv)
         {"version", no_argument, 0, 'V'}, {0, 0, 0, 0}};
     int zstd = 0, c;
     as_setprog(argv[0]);
-    while ((c = getopt_long(argc, argv, "ucz", lo, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "uczh", lo, NULL)) != -1) {
         switch (c) {
         case 'u': opt.unpack = 1; break;
         case 'c': opt.check = 1; break;

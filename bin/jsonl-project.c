@@ -10,7 +10,7 @@ static const char usage[] =
     "seq0/time0) dropped, chunk-delta runs packed canonically.\n"
     "  -r, --restore  the reverse: add synthetic envelopes (seq from 0, time 0)\n"
     "  -z, --zstd     write zstd frames (header frame, then the body)\n"
-    "      --help     this text\n"
+    "  -h, --help     this text\n"
     "      --version  the version\n"
     "Exit status: 0 ok, 2 trouble.\n";
 
@@ -29,7 +29,7 @@ int main(int argc, char **argv)
         {"help", no_argument, 0, 'h'}, {"version", no_argument, 0, 'V'}, {0, 0, 0, 0}};
     int mode = AS_PACK_PROJECTED, zstd = 0, c;
     as_setprog(argv[0]);
-    while ((c = getopt_long(argc, argv, "rz", lo, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "rzh", lo, NULL)) != -1) {
         switch (c) {
         case 'r': mode = AS_PACK_PERSISTED; break;
         case 'z': zstd = 1; break;

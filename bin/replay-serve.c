@@ -39,7 +39,7 @@ static const char USAGE[] =
     "  --ready-dir DIR     where relative readyFile paths resolve\n"
     "  --created SECS      the chunks' created value (default: the start time)\n"
     "  --model NAME        the model echoed in the chunks (default: the request's)\n"
-    "  --help, --version\n"
+    "  -h, --help, --version\n"
     "Exit status: 0 every entry served as scripted, 1 a failure was recorded\n"
     "(past the end, concurrent, unconsumed), 2 trouble.\n";
 
@@ -722,7 +722,7 @@ int main(int argc, char **argv)
     const char *port_file = NULL;
     as_setprog(argv[0]);
     S.created = (long long)time(NULL);
-    for (int ch; (ch = getopt_long(argc, argv, "p:l:", lo, NULL)) != -1;) {
+    for (int ch; (ch = getopt_long(argc, argv, "p:l:h", lo, NULL)) != -1;) {
         switch (ch) {
         case 'p': port = num_arg("--port", optarg, 65535); break;
         case 'P': port_file = optarg; break;

@@ -25,7 +25,7 @@ static const char usage[] =
     "  -n, --native-paths     keep cwd-rooted path separators as captured\n"
     "  -P, --persisted        --session: keep the envelopes (times zeroed)\n"
     "  -k, --keep-cwd         --fixture: leave the cwd literal (workspaceParent runs)\n"
-    "      --help             this text\n"
+    "  -h, --help             this text\n"
     "      --version          the version\n"
     "Without a context, --session takes each log's own header id and cwd.\n"
     "Exit status: 0 ok, 2 trouble.\n";
@@ -327,7 +327,7 @@ int main(int argc, char **argv)
     opterr = 0;
     sc.norm = as_norm_new();
     sc.own = as_norm_new();
-    while ((c = getopt_long(argc, argv, ":osFc:a:i:C:f:nPk", lo, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":osFc:a:i:C:f:nPkh", lo, NULL)) != -1) {
         switch (c) {
         case 'o': set_mode(&sc, M_STDOUT); break;
         case 's': set_mode(&sc, M_SESSION); break;

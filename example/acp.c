@@ -179,9 +179,6 @@ static void on_new(const as_json *j, int params, const char *id, size_t idlen) {
     as_buf_free(&r);
 }
 
-// Rebuilds the conversation of a loaded log (loop.c has the event rules).
-void load_event(void *ctx, const as_event *ev);
-
 static void on_load(const as_json *j, int params, const char *id, size_t idlen) {
     char *sid = json_getstr(j, params, "sessionId");
     char *cwd = check_cwd(j, params, id, idlen);

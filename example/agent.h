@@ -167,5 +167,8 @@ void acp_shutdown(void);                           // stdin EOF
 void hist_push(session *s, const char *json, size_t len);
 void turn_start_thread(session *s);                // loop.c
 void session_replay_history(session *s);           // loop.c: session/load notifications
+// loop.c: rebuilds the conversation of a loaded log, one event at a time
+// (a persist_ev_fn; ctx is the session).
+void load_event(void *ctx, const as_event *ev);
 
 #endif

@@ -49,3 +49,26 @@ vg_clean() {
     agent_stop
     vg_clean
 }
+
+@test "valgrind: compaction past the context budget, and after a context-length rejection" {
+    printf 'context_budget = 10\n' > "$BATS_TEST_TMPDIR/agent.conf"
+    agent_start ACPSNAP_REPLAY_SCRIPT="$DATA/compaction.jsonl" ACPSNAP_AGENT_CONFIG="$BATS_TEST_TMPDIR/agent.conf"
+    new_session
+    prompt 2 "Please greet me warmly."
+    wait_lines 4
+    agent_stop
+    vg_clean
+    # the summary call was made and recorded, and the step went on to answer
+    run -0 jq -c 'select(.type == "compaction/summary") | .data.llmStreamCall' <(jsonl-pack -u "$(log_file)")
+    assert_output true
+    run -0 replay-derive -c "$(log_file)"
+    assert_output 2
+    agent_start ACPSNAP_REPLAY_SCRIPT="$DATA/context-retry.jsonl"
+    new_session
+    prompt 2 "Greet me."
+    wait_lines 4
+    agent_stop
+    vg_clean
+    run -0 jq -c 'select(.type == "compaction/summary") | .data.llmStreamCall' <(jsonl-pack -u "$(log_file)")
+    assert_output true
+}

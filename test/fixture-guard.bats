@@ -316,7 +316,8 @@ guard_says() {
 }
 
 @test "a duplicate scenario name" {
-    head -1 s/scenarios.jsonl >> s/scenarios.jsonl
+    local first; first=$(head -1 s/scenarios.jsonl)
+    printf '%s\n' "$first" >> s/scenarios.jsonl
     guard_says 'fixture-guard: s/scenarios.jsonl:7: duplicate scenario name "pin-turn" (first on line 1); rename one'
 }
 

@@ -152,7 +152,8 @@ acpsnap-replay: fixture-guard failed; nothing was run"
 @test "pipelines: a recording that does not consume its provider script writes nothing" {
     record_all
     local before; before=$(tree_sum)
-    jq -c . snap/text-turn/provider.jsonl >> snap/text-turn/provider.jsonl   # one call too many
+    jq -c . snap/text-turn/provider.jsonl > extra.jsonl     # one call too many
+    cat extra.jsonl >> snap/text-turn/provider.jsonl
     ACPSNAP_PROVIDER=replay-serve run -1 acpsnap-record -d snap text-turn
     assert_line --regexp '^FAIL +text-turn'
     assert_line "    replay-serve: $BATS_TEST_TMPDIR/snap/text-turn/provider.jsonl: 1 of 2 entries not consumed"

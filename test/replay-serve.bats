@@ -176,7 +176,7 @@ data: [DONE]'
     wait "$c" || true
     grep -q '"delta":{"content":"partial"}' hang.out
     grep -q '^: keep-alive$' hang.out
-    ! grep -q 'DONE' hang.out
+    run -1 grep -q 'DONE' hang.out
     # the client went away: the stream is released and the next entry serves
     sleep 0.1
     run -0 post '{"stream":true}'

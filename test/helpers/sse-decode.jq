@@ -1,5 +1,5 @@
 # sse-decode.jq - test helper: decodes a DeepSeek chat-completions SSE body
-# back into provider-neutral stream chunks (DESIGN.md §4.1), the way an
+# back into provider-neutral stream chunks (acpsnap-replay(5)), the way an
 # agent's DeepSeek adapter does: one block per reasoning / content / tool-call
 # index, opened by its first non-empty delta, block-ends, usage and finish
 # deferred to [DONE]. Input: the raw body (jq -R -s). Output: one compact

@@ -403,6 +403,56 @@ static const char *find(const char *s, size_t from, size_t n, const char *lit, s
 }
 #define FIND(s, from, n, lit) find(s, from, n, lit, sizeof lit - 1)
 
+// ---------------------------------------------------------------- splicing
+
+// A pass's output: s[0, n) with some spans replaced, written left to right
+// into out. Nothing is written before the first replacement; cur is the
+// first byte of s not yet written (the end of the last replaced span).
+typedef struct { const char *s; size_t n; as_buf *out; size_t cur; int changed; } splice;
+
+// Writes s[cur, from) and passes over s[from, to); the caller writes what
+// stands for it next.
+static void sp_cut(splice *sp, size_t from, size_t to)
+{
+    as_buf_put(sp->out, sp->s + sp->cur, from - sp->cur);
+    sp->cur = to;
+    sp->changed = 1;
+}
+
+// Replaces s[from, to) with rep.
+static void sp_rep(splice *sp, size_t from, size_t to, const char *rep, size_t rn)
+{
+    sp_cut(sp, from, to);
+    as_buf_put(sp->out, rep, rn);
+}
+#define SP_REP(sp, from, to, lit) sp_rep(sp, from, to, lit, sizeof lit - 1)
+
+static void put_slashed(as_buf *out, const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++) as_buf_putc(out, s[i] == '\\' ? '/' : s[i]);
+}
+
+// Replaces s[from, to) with itself, backslashes turned into '/'.
+static void sp_slash(splice *sp, size_t from, size_t to)
+{
+    sp_cut(sp, from, to);
+    put_slashed(sp->out, sp->s + from, to - from);
+}
+
+// Writes what is left of s after cur.
+static void sp_rest(splice *sp)
+{
+    as_buf_put(sp->out, sp->s + sp->cur, sp->n - sp->cur);
+    sp->cur = sp->n;
+}
+
+// Ends a pass: the rest written when anything was replaced; 1 then, else 0.
+static int sp_end(splice *sp)
+{
+    if (sp->changed) sp_rest(sp);
+    return sp->changed;
+}
+
 // ---------------------------------------------------------------- cwd spellings
 
 // dsh FILE_URI_PATH_PREFIX_RE: s[0..start) ends with file:// or file:///
@@ -434,56 +484,33 @@ static int cwd_match(const char *s, size_t n, size_t start, size_t len)
 }
 
 // One spelling → {{cwd}} at path boundaries; a non-boundary occurrence is skipped whole.
-static int pass_spelling(const char *s, size_t n, const str *sp, as_buf *out)
+static int pass_spelling(const char *s, size_t n, const str *w, as_buf *out)
 {
-    const char *m = find(s, 0, n, sp->p, sp->n);
-    if (!m) return 0;
-    size_t cur = 0;
-    int changed = 0;
-    while (m) {
-        size_t start = (size_t)(m - s), end = start + sp->n;
-        if (cwd_match(s, n, start, sp->n)) {
-            as_buf_put(out, s + cur, start - cur);
-            as_buf_put(out, CWD_TOK, sizeof CWD_TOK - 1);
-            changed = 1;
-        } else {
-            as_buf_put(out, s + cur, end - cur);
-        }
-        cur = end;
-        m = find(s, cur, n, sp->p, sp->n);
+    splice sp = { s, n, out, 0, 0 };
+    size_t from = 0;
+    const char *m;
+    while ((m = find(s, from, n, w->p, w->n))) {
+        size_t start = (size_t)(m - s);
+        from = start + w->n;
+        if (cwd_match(s, n, start, w->n)) SP_REP(&sp, start, from, CWD_TOK);
     }
-    as_buf_put(out, s + cur, n - cur);
-    return changed;
+    return sp_end(&sp);
 }
 
 // Literal split/join: every occurrence of lit → rep.
 static int pass_literal(const char *s, size_t n, const char *lit, size_t ln, const char *rep, size_t rn, as_buf *out)
 {
-    const char *m = find(s, 0, n, lit, ln);
-    if (!m) return 0;
-    size_t cur = 0;
-    while (m) {
-        size_t start = (size_t)(m - s);
-        as_buf_put(out, s + cur, start - cur);
-        as_buf_put(out, rep, rn);
-        cur = start + ln;
-        m = find(s, cur, n, lit, ln);
-    }
-    as_buf_put(out, s + cur, n - cur);
-    return 1;
-}
-
-static void put_slashed(as_buf *out, const char *s, size_t n)
-{
-    for (size_t i = 0; i < n; i++) as_buf_putc(out, s[i] == '\\' ? '/' : s[i]);
+    splice sp = { s, n, out, 0, 0 };
+    for (const char *m; (m = find(s, sp.cur, n, lit, ln));) sp_rep(&sp, (size_t)(m - s), (size_t)(m - s) + ln, rep, rn);
+    return sp_end(&sp);
 }
 
 // dsh CWD_ROOTED_PATH_RE: {{cwd}} then a separator and a run of characters up
 // to whitespace or <>"'` — backslashes in that run become '/'.
 static int pass_cwd_rooted(const char *s, size_t n, as_buf *out)
 {
-    size_t cur = 0, from = 0;
-    int changed = 0;
+    splice sp = { s, n, out, 0, 0 };
+    size_t from = 0;
     const char *m;
     while ((m = FIND(s, from, n, "{{cwd}}"))) {
         size_t e = (size_t)(m - s) + 7;
@@ -496,22 +523,18 @@ static int pass_cwd_rooted(const char *s, size_t n, as_buf *out)
             k++;
         }
         if (k == e + 1) continue;
-        if (!memchr(s + e, '\\', k - e)) { from = k; continue; }
-        as_buf_put(out, s + cur, e - cur);
-        put_slashed(out, s + e, k - e);
-        cur = from = k;
-        changed = 1;
+        if (memchr(s + e, '\\', k - e)) sp_slash(&sp, e, k);
+        from = k;
     }
-    if (changed) as_buf_put(out, s + cur, n - cur);
-    return changed;
+    return sp_end(&sp);
 }
 
 // dsh canonicalizeEmbeddedPaths: <path>…</path> bodies and the rest of an
 // "Additional instructions from: " line get '/' separators.
 static int pass_path_tags(const char *s, size_t n, as_buf *out)
 {
-    size_t cur = 0, from = 0;
-    int changed = 0;
+    splice sp = { s, n, out, 0, 0 };
+    size_t from = 0;
     const char *m;
     while ((m = FIND(s, from, n, "<path>"))) {
         size_t b = (size_t)(m - s) + 6;
@@ -521,34 +544,24 @@ static int pass_path_tags(const char *s, size_t n, as_buf *out)
         size_t q = (size_t)(lt - s);
         if (!STARTS(s, q, n, "</path>")) continue;
         from = q + 7;
-        if (!memchr(s + b, '\\', q - b)) continue;
-        as_buf_put(out, s + cur, b - cur);
-        put_slashed(out, s + b, q - b);
-        cur = q;
-        changed = 1;
+        if (memchr(s + b, '\\', q - b)) sp_slash(&sp, b, q);
     }
-    if (changed) as_buf_put(out, s + cur, n - cur);
-    return changed;
+    return sp_end(&sp);
 }
 
 static int pass_additional(const char *s, size_t n, as_buf *out)
 {
     static const char lit[] = "Additional instructions from: ";
-    size_t cur = 0, from = 0;
-    int changed = 0;
+    splice sp = { s, n, out, 0, 0 };
+    size_t from = 0;
     const char *m;
     while ((m = FIND(s, from, n, lit))) {
         size_t b = (size_t)(m - s) + sizeof lit - 1, q = b;
         while (q < n && s[q] != '\r' && s[q] != '\n') q++;
         from = q > b ? q : (size_t)(m - s) + 1;
-        if (q == b || !memchr(s + b, '\\', q - b)) continue;
-        as_buf_put(out, s + cur, b - cur);
-        put_slashed(out, s + b, q - b);
-        cur = q;
-        changed = 1;
+        if (q > b && memchr(s + b, '\\', q - b)) sp_slash(&sp, b, q);
     }
-    if (changed) as_buf_put(out, s + cur, n - cur);
-    return changed;
+    return sp_end(&sp);
 }
 
 // ---------------------------------------------------------------- spill paths
@@ -581,18 +594,20 @@ static size_t spill_tail(const char *s, size_t i, size_t n)
     return i + 26;
 }
 
-static void put_locator(as_buf *out, const char *name, size_t len)
+// Replaces s[from, to) with {{spillLocator:<the name s[ns, ne)>}}.
+static void sp_locator(splice *sp, size_t from, size_t to, size_t ns, size_t ne)
 {
-    as_buf_puts(out, "{{spillLocator:");
-    as_buf_put(out, name, len);
-    as_buf_puts(out, "}}");
+    sp_cut(sp, from, to);
+    as_buf_puts(sp->out, "{{spillLocator:");
+    as_buf_put(sp->out, sp->s + ns, ne - ns);
+    as_buf_puts(sp->out, "}}");
 }
 
 // dsh LOCAL_SPILL_PATH_RE: {{cwd}}/.spill/session-<12>/<12>-<name>.
 static int pass_local_spill(const char *s, size_t n, as_buf *out)
 {
-    size_t cur = 0, from = 0;
-    int changed = 0;
+    splice sp = { s, n, out, 0, 0 };
+    size_t from = 0;
     const char *m;
     while ((m = FIND(s, from, n, "{{cwd}}"))) {
         size_t p = (size_t)(m - s), i = p + 7;
@@ -602,21 +617,18 @@ static int pass_local_spill(const char *s, size_t n, as_buf *out)
         if (!ns) continue;
         size_t ne = spill_name_end(s, ns, n);
         if (!ne) continue;
-        as_buf_put(out, s + cur, p - cur);
-        put_locator(out, s + ns, ne - ns);
-        cur = from = ne;
-        changed = 1;
+        sp_locator(&sp, p, ne, ns, ne);
+        from = ne;
     }
-    if (changed) as_buf_put(out, s + cur, n - cur);
-    return changed;
+    return sp_end(&sp);
 }
 
 // dsh SNAPSHOT_SPILL_PATH_RE: [X:]<sep>(tmp|t)<sep>(dsh-acp-snap-<9 hex>|
 // dsh-acp-snapshot-spill)<sep>session-<12>/<12>-<name>.
 static int pass_snapshot_spill(const char *s, size_t n, as_buf *out)
 {
-    size_t cur = 0, from = 0;
-    int changed = 0;
+    splice sp = { s, n, out, 0, 0 };
+    size_t from = 0;
     const char *m;
     while ((m = FIND(s, from, n, "dsh-acp-snap"))) {
         size_t a = (size_t)(m - s), p;
@@ -624,7 +636,7 @@ static int pass_snapshot_spill(const char *s, size_t n, as_buf *out)
         if (a >= 5 && is_sep(s[a - 5]) && !memcmp(s + a - 4, "tmp", 3) && is_sep(s[a - 1])) p = a - 5;
         else if (a >= 3 && is_sep(s[a - 3]) && s[a - 2] == 't' && is_sep(s[a - 1])) p = a - 3;
         else continue;
-        if (p < cur) continue;
+        if (p < sp.cur) continue;
         size_t i;
         if (STARTS(s, a, n, "dsh-acp-snap-") && a + 22 <= n && has_lhex(s + a + 13, 9)) i = a + 22;
         else if (STARTS(s, a, n, "dsh-acp-snapshot-spill")) i = a + 22;
@@ -634,14 +646,11 @@ static int pass_snapshot_spill(const char *s, size_t n, as_buf *out)
         if (!ns) continue;
         size_t ne = spill_name_end(s, ns, n);
         if (!ne) continue;
-        if (p >= cur + 2 && s[p - 1] == ':' && is_alpha(s[p - 2])) p -= 2;
-        as_buf_put(out, s + cur, p - cur);
-        put_locator(out, s + ns, ne - ns);
-        cur = from = ne;
-        changed = 1;
+        if (p >= sp.cur + 2 && s[p - 1] == ':' && is_alpha(s[p - 2])) p -= 2;
+        sp_locator(&sp, p, ne, ns, ne);
+        from = ne;
     }
-    if (changed) as_buf_put(out, s + cur, n - cur);
-    return changed;
+    return sp_end(&sp);
 }
 
 // ---------------------------------------------------------------- event-read results
@@ -700,19 +709,14 @@ static int pass_event_read(const char *s, size_t n, as_buf *out)
 {
     size_t r = event_read_region(s, n);
     if (!r) return 0;
-    int changed = 0;
-    size_t cur = 0;
+    splice sp = { s, n, out, 0, 0 };
     // ^(  "time": )\d+(?=,\r?$) per line of the region
     for (size_t ls = 0; ls < r;) {
         if (STARTS(s, ls, r, "  \"time\": ")) {
             size_t d = ls + 10, k = d;
             while (k < r && is_digit(s[k])) k++;
-            if (k > d && k < r && s[k] == ',' && (k + 1 == r || js_eol_at(s, k + 1, r))) {
-                as_buf_put(out, s + cur, d - cur);
-                as_buf_puts(out, "{{eventTime}}");
-                cur = k;
-                changed = 1;
-            }
+            if (k > d && k < r && s[k] == ',' && (k + 1 == r || js_eol_at(s, k + 1, r)))
+                SP_REP(&sp, d, k, "{{eventTime}}");
         }
         size_t k = ls;
         while (k < r && !js_eol_at(s, k, r)) k++;
@@ -729,14 +733,11 @@ static int pass_event_read(const char *s, size_t n, as_buf *out)
             continue;
         size_t d = p + 9, k = d;
         while (k < n && is_digit(s[k])) k++;
-        if (k == d || !STARTS(s, k, n, " bytes.") || d < cur) continue;
-        as_buf_put(out, s + cur, d - cur);
-        as_buf_puts(out, "{{eventOmittedBytes}}");
-        cur = from = k;
-        changed = 1;
+        if (k == d || !STARTS(s, k, n, " bytes.") || d < sp.cur) continue;
+        SP_REP(&sp, d, k, "{{eventOmittedBytes}}");
+        from = k;
     }
-    if (changed) as_buf_put(out, s + cur, n - cur);
-    return changed;
+    return sp_end(&sp);
 }
 
 // ---------------------------------------------------------------- ids
@@ -744,21 +745,17 @@ static int pass_event_read(const char *s, size_t n, as_buf *out)
 // dsh UUID_RE (case-insensitive, no boundaries) → {{sessionId}}.
 static int pass_uuid(const char *s, size_t n, as_buf *out)
 {
-    size_t cur = 0, i = 0;
-    int changed = 0;
+    splice sp = { s, n, out, 0, 0 };
+    size_t i = 0;
     const char *m;
     while (i < n && (m = memchr(s + i, '-', n - i))) {
         size_t d = (size_t)(m - s);
         i = d + 1;
-        if (d < cur + 8 || d + 28 > n) continue;
-        if (!uuid_at(s + d - 8)) continue;
-        as_buf_put(out, s + cur, d - 8 - cur);
-        as_buf_put(out, SID_TOK, sizeof SID_TOK - 1);
-        cur = i = d - 8 + 36;
-        changed = 1;
+        if (d < sp.cur + 8 || d + 28 > n || !uuid_at(s + d - 8)) continue;
+        i = d - 8 + 36;
+        SP_REP(&sp, d - 8, i, SID_TOK);
     }
-    if (changed) as_buf_put(out, s + cur, n - cur);
-    return changed;
+    return sp_end(&sp);
 }
 
 // ---------------------------------------------------------------- the string pipeline
@@ -866,10 +863,6 @@ static int scrub_chain(const as_norm *nc, chain *c, unsigned f, int is_path)
     return c->changed;
 }
 
-int as_norm_str_may_change(const as_norm *n, const char *s, size_t len, int is_path)
-{
-    return features(n, s, len) != 0;
-}
 
 int as_norm_str(const as_norm *nc, const char *s, size_t len, int is_path, as_buf *out)
 {
@@ -892,20 +885,16 @@ int as_norm_str(const as_norm *nc, const char *s, size_t len, int is_path, as_bu
 // (a dropped envelope member). That needs compact source, so a record with
 // whitespace between its tokens is first re-emitted compactly and re-parsed.
 
-static int key_is(const as_json *j, int k, const char *lit, size_t ln)
-{
-    const as_tok *t = &j->t[k];
-    if (!t->esc) return t->end - t->start == ln + 2 && !memcmp(j->s + t->start + 1, lit, ln);
-    return as_json_streq(j, k, lit);
-}
-#define KEY_IS(j, k, lit) key_is(j, k, lit, sizeof lit - 1)
 
-// The compact form of subtree tok, bytes verbatim (no scrubbing).
-static void cwalk(const as_json *j, int tok, as_buf *out)
+// The compact form of subtree tok: containers re-punctuated, keys verbatim,
+// each scalar written by leaf (its bytes verbatim when leaf is NULL).
+typedef void (*leaf_fn)(const void *ctx, const as_json *j, int tok, as_buf *out);
+static void cwalk(const as_json *j, int tok, leaf_fn leaf, const void *ctx, as_buf *out)
 {
     const as_tok *t = &j->t[tok];
     if (t->type != AS_JOBJ && t->type != AS_JARR) {
-        as_buf_put(out, j->s + t->start, t->end - t->start);
+        if (leaf) leaf(ctx, j, tok, out);
+        else as_buf_put(out, j->s + t->start, t->end - t->start);
         return;
     }
     as_buf_putc(out, t->type == AS_JOBJ ? '{' : '[');
@@ -917,7 +906,7 @@ static void cwalk(const as_json *j, int tok, as_buf *out)
             as_buf_putc(out, ':');
             c++;
         }
-        cwalk(j, c, out);
+        cwalk(j, c, leaf, ctx, out);
         c = (int)j->t[c].next;
     }
     as_buf_putc(out, t->type == AS_JOBJ ? '}' : ']');
@@ -951,7 +940,7 @@ static const as_json *compacted(as_norm *n, const as_json *j, int *tok)
 {
     if (is_compact(j, *tok)) return j;
     as_buf_reset(&n->cb);
-    cwalk(j, *tok, &n->cb);
+    cwalk(j, *tok, NULL, NULL, &n->cb);
     if (as_json_parse(&n->cj, n->cb.p, n->cb.n) < 0) as_die(AS_TROUBLE, "internal error: compact form does not parse");
     *tok = 0;
     return &n->cj;
@@ -961,8 +950,7 @@ typedef struct {
     as_norm *n;          // the context; scrub strings only when scrub is set
     int scrub;
     const as_json *j;
-    as_buf *out;
-    size_t done;         // source bytes before this offset are written
+    splice sp;           // over the record's bytes, onto the output
     size_t ci;           // next candidate (n->cand) to consider
 } ed;
 
@@ -1047,6 +1035,20 @@ static void line_prep(as_norm *n, const char *s, size_t from, size_t to)
     }
 }
 
+// The text of string token tok: its body, decoded (into n's scratch) when it
+// holds an escape. *len receives its length.
+static const char *str_body(as_norm *n, const as_json *j, int tok, size_t *len)
+{
+    const as_tok *t = &j->t[tok];
+    const char *body = j->s + t->start + 1;
+    *len = t->end - t->start - 2;
+    if (!t->esc) return body;
+    as_buf_reset(&n->dec);
+    as_jstr_decode(body, *len, &n->dec);
+    *len = n->dec.n;
+    return n->dec.p ? n->dec.p : "";
+}
+
 // 1 when string token [start, end) holds a candidate (candidates are met in order).
 static int ed_cand(ed *e, size_t start, size_t end)
 {
@@ -1056,17 +1058,33 @@ static int ed_cand(ed *e, size_t start, size_t end)
     return e->ci < n->ncand && n->cand[e->ci] < end;
 }
 
-static void ed_to(ed *e, size_t pos)
+// Starts editing record j0 (root 0) onto out: a compact copy of it when it
+// is not compact, its candidate strings found when strings are scrubbed.
+static void ed_begin(ed *e, as_norm *n, int scrub, const as_json *j0, as_buf *out)
 {
-    as_buf_put(e->out, e->j->s + e->done, pos - e->done);
-    e->done = pos;
+    int root = 0;
+    const as_json *j = compacted(n, j0, &root);
+    *e = (ed){ n, scrub, j, { j->s, j->t[0].end, out, j->t[0].start, 0 }, 0 };
+    if (scrub) line_prep(n, j->s, j->t[0].start, j->t[0].end);
 }
 
 static void ed_rep(ed *e, int tok, const char *rep, size_t rn)
 {
-    ed_to(e, e->j->t[tok].start);
-    as_buf_put(e->out, rep, rn);
-    e->done = e->j->t[tok].end;
+    sp_rep(&e->sp, e->j->t[tok].start, e->j->t[tok].end, rep, rn);
+}
+
+// Replaces array tok with one as long whose every element is elem.
+static void ed_rep_each(ed *e, int tok, const char *elem)
+{
+    as_buf *b = &e->n->val;
+    as_buf_reset(b);
+    as_buf_putc(b, '[');
+    for (uint32_t m = 0; m < e->j->t[tok].count; m++) {
+        if (m) as_buf_putc(b, ',');
+        as_buf_puts(b, elem);
+    }
+    as_buf_putc(b, ']');
+    ed_rep(e, tok, b->p, b->n);
 }
 
 // Drops member (key k) of an object; kept: members kept before it; last: no member after it.
@@ -1075,8 +1093,7 @@ static void ed_drop(ed *e, int k, int kept, int last)
     size_t from = e->j->t[k].start, to = e->j->t[k + 1].end;
     if (kept) from--;          // with the comma before it
     else if (!last) to++;      // with the comma after it
-    ed_to(e, from);
-    e->done = to;
+    sp_cut(&e->sp, from, to);
 }
 
 static void ed_string(ed *e, int tok, int is_path)
@@ -1085,26 +1102,19 @@ static void ed_string(ed *e, int tok, int is_path)
     const as_json *j = e->j;
     const as_tok *t = &j->t[tok];
     if (!ed_cand(e, t->start, t->end)) return;
-    const char *body = j->s + t->start + 1;
-    size_t blen = t->end - t->start - 2;
     // the common case of a string that is one UUID (a session id): no other rule can apply
-    if (blen == 36 && !t->esc && n->sp_sep && !n->plain_ids && uuid_at(body)) {
+    if (t->end - t->start == 38 && !t->esc && n->sp_sep && !n->plain_ids && uuid_at(j->s + t->start + 1)) {
         ed_rep(e, tok, "\"{{sessionId}}\"", 15);
         return;
     }
-    if (t->esc) {
-        as_buf_reset(&n->dec);
-        as_jstr_decode(body, blen, &n->dec);
-        body = n->dec.p ? n->dec.p : "";
-        blen = n->dec.n;
-    }
+    size_t blen;
+    const char *body = str_body(n, j, tok, &blen);
     unsigned f = features(n, body, blen);
     if (!f) return;
     chain c = { { &n->s1, &n->s2 }, 0, body, blen, 0 };
     if (!scrub_chain(n, &c, f, is_path)) return;
-    ed_to(e, t->start);
-    as_jstr_write(e->out, c.cur, c.n);
-    e->done = t->end;
+    sp_cut(&e->sp, t->start, t->end);
+    as_jstr_write(e->sp.out, c.cur, c.n);
 }
 
 static void ed_walk(ed *e, int tok, int is_path)
@@ -1117,7 +1127,7 @@ static void ed_walk(ed *e, int tok, int is_path)
     } else if (t->type == AS_JOBJ) {
         int k = tok + 1;
         for (uint32_t i = 0; i < t->count; i++) {
-            ed_walk(e, k + 1, KEY_IS(j, k, "path"));
+            ed_walk(e, k + 1, AS_TOK_IS(j, k, "path"));
             k = (int)j->t[k + 1].next;
         }
     } else if (t->type == AS_JARR) {
@@ -1129,43 +1139,15 @@ static void ed_walk(ed *e, int tok, int is_path)
     }
 }
 
-void as_norm_value(const as_norm *nc, const as_json *j0, int tok, as_buf *out)
-{
-    as_norm *n = scratch(nc);
-    const as_json *j = compacted(n, j0, &tok);
-    ed e = { n, nc != NULL, j, out, j->t[tok].start, 0 };
-    if (e.scrub) line_prep(n, j->s, j->t[tok].start, j->t[tok].end);
-    ed_walk(&e, tok, 0);
-    ed_to(&e, j->t[tok].end);
-}
 
 // ---------------------------------------------------------------- request headers
-
-// The value index of key in obj, or -1 (first occurrence).
-static int member(const as_json *j, int obj, const char *key, size_t kl)
-{
-    if (obj < 0 || j->t[obj].type != AS_JOBJ) return -1;
-    int k = obj + 1;
-    for (uint32_t i = 0; i < j->t[obj].count; i++) {
-        if (key_is(j, k, key, kl)) return k + 1;
-        k = (int)j->t[k + 1].next;
-    }
-    return -1;
-}
-#define MEMBER(j, obj, key) member(j, obj, key, sizeof key - 1)
-
-static int str_is(const as_json *j, int tok, const char *lit)
-{
-    return tok >= 0 && j->t[tok].type == AS_JSTR && key_is(j, tok, lit, strlen(lit));
-}
 
 // data.header of a request/header record, or -1.
 static int header_obj(const as_json *j)
 {
-    if (j->t[0].type != AS_JOBJ) return -1;
-    if (!str_is(j, MEMBER(j, 0, "type"), "request/header")) return -1;
-    int data = MEMBER(j, 0, "data");
-    int hdr = MEMBER(j, data, "header");
+    int type = as_json_get(j, 0, "type");
+    if (type < 0 || !AS_TOK_IS(j, type, "request/header")) return -1;
+    int hdr = as_json_get(j, as_json_get(j, 0, "data"), "header");
     return hdr >= 0 && j->t[hdr].type == AS_JOBJ ? hdr : -1;
 }
 
@@ -1174,7 +1156,7 @@ static int prefix_tokenized(const as_json *j, int msgs)
     if (j->t[msgs].type != AS_JARR) return 1;
     int e = msgs + 1;
     for (uint32_t i = 0; i < j->t[msgs].count; i++) {
-        if (!str_is(j, e, AS_TOKEN_PREFIX)) return 0;
+        if (!AS_TOK_IS(j, e, AS_TOKEN_PREFIX)) return 0;
         e = (int)j->t[e].next;
     }
     return 1;
@@ -1185,11 +1167,11 @@ as_hdr_state as_norm_header_state(const as_json *j, unsigned which)
     int hdr = header_obj(j);
     if (hdr < 0) return AS_HDR_NOT_HEADER;
     int v;
-    if ((which & AS_HDR_SYSTEM) && (v = MEMBER(j, hdr, "system")) >= 0 && !str_is(j, v, AS_TOKEN_SYSTEM))
+    if ((which & AS_HDR_SYSTEM) && (v = as_json_get(j, hdr, "system")) >= 0 && !AS_TOK_IS(j, v, AS_TOKEN_SYSTEM))
         return AS_HDR_RAW;
-    if ((which & AS_HDR_TOOLS) && (v = MEMBER(j, hdr, "tools")) >= 0 && !str_is(j, v, AS_TOKEN_TOOLS))
+    if ((which & AS_HDR_TOOLS) && (v = as_json_get(j, hdr, "tools")) >= 0 && !AS_TOK_IS(j, v, AS_TOKEN_TOOLS))
         return AS_HDR_RAW;
-    if ((which & AS_HDR_PREFIX) && (v = MEMBER(j, hdr, "messages")) >= 0 && !prefix_tokenized(j, v))
+    if ((which & AS_HDR_PREFIX) && (v = as_json_get(j, hdr, "messages")) >= 0 && !prefix_tokenized(j, v))
         return AS_HDR_RAW;
     return AS_HDR_TOKENIZED;
 }
@@ -1201,35 +1183,19 @@ static void ed_header(ed *e, int hdr, unsigned which)
     int k = hdr + 1;
     for (uint32_t i = 0; i < j->t[hdr].count; i++) {
         int v = k + 1;
-        if ((which & AS_HDR_SYSTEM) && KEY_IS(j, k, "system")) {
+        if ((which & AS_HDR_SYSTEM) && AS_TOK_IS(j, k, "system")) {
             ed_rep(e, v, "\"" AS_TOKEN_SYSTEM "\"", sizeof AS_TOKEN_SYSTEM + 1);
-        } else if ((which & AS_HDR_TOOLS) && KEY_IS(j, k, "tools")) {
+        } else if ((which & AS_HDR_TOOLS) && AS_TOK_IS(j, k, "tools")) {
             ed_rep(e, v, "\"" AS_TOKEN_TOOLS "\"", sizeof AS_TOKEN_TOOLS + 1);
-        } else if ((which & AS_HDR_PREFIX) && KEY_IS(j, k, "messages") && j->t[v].type == AS_JARR) {
-            as_buf *b = &e->n->val;
-            as_buf_reset(b);
-            as_buf_putc(b, '[');
-            for (uint32_t m = 0; m < j->t[v].count; m++) as_buf_puts(b, m ? ",\"" AS_TOKEN_PREFIX "\"" : "\"" AS_TOKEN_PREFIX "\"");
-            as_buf_putc(b, ']');
-            ed_rep(e, v, b->p, b->n);
+        } else if ((which & AS_HDR_PREFIX) && AS_TOK_IS(j, k, "messages") && j->t[v].type == AS_JARR) {
+            ed_rep_each(e, v, "\"" AS_TOKEN_PREFIX "\"");
         } else {
-            ed_walk(e, v, KEY_IS(j, k, "path"));
+            ed_walk(e, v, AS_TOK_IS(j, k, "path"));
         }
         k = (int)j->t[v].next;
     }
 }
 
-int as_norm_tokenize_header(const as_json *j0, unsigned which, as_buf *out)
-{
-    if (as_norm_header_state(j0, which) != AS_HDR_RAW) return 0;
-    as_norm *n = scratch(NULL);
-    int root = 0;
-    const as_json *j = compacted(n, j0, &root);
-    ed e = { n, 0, j, out, j->t[0].start, 0 };
-    ed_header(&e, header_obj(j), which);
-    ed_to(&e, j->t[0].end);
-    return 1;
-}
 
 // ---------------------------------------------------------------- session records
 
@@ -1245,19 +1211,14 @@ static void ed_data(ed *e, const rec *r, int data)
     int k = data + 1;
     for (uint32_t i = 0; i < j->t[data].count; i++) {
         int v = k + 1;
-        if (vol && r->packed && j->t[v].type == AS_JARR && KEY_IS(j, k, "dt")) {
-            as_buf *b = &e->n->val;
-            as_buf_reset(b);
-            as_buf_putc(b, '[');
-            for (uint32_t m = 0; m < j->t[v].count; m++) as_buf_puts(b, m ? ",0" : "0");
-            as_buf_putc(b, ']');
-            ed_rep(e, v, b->p, b->n);
-        } else if (vol && r->hook && KEY_IS(j, k, "durationMs")) {
+        if (vol && r->packed && j->t[v].type == AS_JARR && AS_TOK_IS(j, k, "dt")) {
+            ed_rep_each(e, v, "0");
+        } else if (vol && r->hook && AS_TOK_IS(j, k, "durationMs")) {
             ed_rep(e, v, "0", 1);
-        } else if ((r->flags & AS_NS_TOKENIZE) && r->reqhdr && j->t[v].type == AS_JOBJ && KEY_IS(j, k, "header")) {
+        } else if ((r->flags & AS_NS_TOKENIZE) && r->reqhdr && j->t[v].type == AS_JOBJ && AS_TOK_IS(j, k, "header")) {
             ed_header(e, v, AS_HDR_ALL);
         } else {
-            ed_walk(e, v, KEY_IS(j, k, "path"));
+            ed_walk(e, v, AS_TOK_IS(j, k, "path"));
         }
         k = (int)j->t[v].next;
     }
@@ -1265,19 +1226,17 @@ static void ed_data(ed *e, const rec *r, int data)
 
 void as_norm_session_record(const as_norm *nc, const as_json *j0, unsigned flags, as_buf *out)
 {
-    as_norm *n = scratch(nc);
-    int root = 0;
-    const as_json *j = compacted(n, j0, &root);
-    ed e = { n, nc && (flags & AS_NS_SCRUB), j, out, j->t[0].start, 0 };
-    if (e.scrub) line_prep(n, j->s, j->t[0].start, j->t[0].end);
+    ed e;
+    ed_begin(&e, scratch(nc), nc && (flags & AS_NS_SCRUB), j0, out);
+    const as_json *j = e.j;
     rec r = { flags, 0, 0, 0, 0 };
-    int type = MEMBER(j, 0, "type");
-    if (type >= 0 && j->t[type].type == AS_JSTR) {
-        r.session = str_is(j, type, "session");
-        r.packed = str_is(j, type, "text-chunks") || str_is(j, type, "reasoning-chunks")
-                   || str_is(j, type, "tool-call-chunks");
-        r.hook = str_is(j, type, "hook/result");
-        r.reqhdr = str_is(j, type, "request/header");
+    int type = as_json_get(j, 0, "type");
+    if (type >= 0) {
+        r.session = AS_TOK_IS(j, type, "session");
+        r.packed = AS_TOK_IS(j, type, "text-chunks") || AS_TOK_IS(j, type, "reasoning-chunks")
+                   || AS_TOK_IS(j, type, "tool-call-chunks");
+        r.hook = AS_TOK_IS(j, type, "hook/result");
+        r.reqhdr = AS_TOK_IS(j, type, "request/header");
     }
     int project = (flags & AS_NS_PROJECT) && !(flags & AS_NS_HEADER);
     int vol = flags & AS_NS_VOLATILE;
@@ -1286,20 +1245,20 @@ void as_norm_session_record(const as_norm *nc, const as_json *j0, unsigned flags
     for (uint32_t i = 0; i < count; i++) {
         int v = k + 1, key = k;
         k = (int)j->t[v].next;
-        if (project && (KEY_IS(j, key, "seq") || KEY_IS(j, key, "time") || KEY_IS(j, key, "seq0")
-                        || KEY_IS(j, key, "time0"))) {
+        if (project && (AS_TOK_IS(j, key, "seq") || AS_TOK_IS(j, key, "time") || AS_TOK_IS(j, key, "seq0")
+                        || AS_TOK_IS(j, key, "time0"))) {
             ed_drop(&e, key, kept, i + 1 == count);
             continue;
         }
         kept++;
-        if (vol && r.session && KEY_IS(j, key, "createdAt")) ed_rep(&e, v, "0", 1);
-        else if (vol && r.packed && KEY_IS(j, key, "time0")) ed_rep(&e, v, "0", 1);
-        else if (vol && !r.session && !r.packed && KEY_IS(j, key, "time")) ed_rep(&e, v, "0", 1);
-        else if (j->t[v].type == AS_JOBJ && KEY_IS(j, key, "data") && (r.packed || r.hook || r.reqhdr))
+        if (vol && r.session && AS_TOK_IS(j, key, "createdAt")) ed_rep(&e, v, "0", 1);
+        else if (vol && r.packed && AS_TOK_IS(j, key, "time0")) ed_rep(&e, v, "0", 1);
+        else if (vol && !r.session && !r.packed && AS_TOK_IS(j, key, "time")) ed_rep(&e, v, "0", 1);
+        else if (j->t[v].type == AS_JOBJ && AS_TOK_IS(j, key, "data") && (r.packed || r.hook || r.reqhdr))
             ed_data(&e, &r, v);
-        else ed_walk(&e, v, KEY_IS(j, key, "path"));
+        else ed_walk(&e, v, AS_TOK_IS(j, key, "path"));
     }
-    ed_to(&e, j->t[0].end);
+    sp_rest(&e.sp);
 }
 
 // ---------------------------------------------------------------- stdout frames
@@ -1341,25 +1300,24 @@ static long id_number(as_norm *n, const char *p, size_t len)
 
 void as_norm_stdout_frame(as_norm *n, const as_json *j0, as_buf *out)
 {
-    int root = 0;
-    const as_json *j = compacted(n, j0, &root);
-    ed e = { n, 1, j, out, j->t[0].start, 0 };
-    line_prep(n, j->s, j->t[0].start, j->t[0].end);
+    ed e;
+    ed_begin(&e, n, 1, j0, out);
+    const as_json *j = e.j;
     int k = 1;
     for (uint32_t i = 0; i < j->t[0].count; i++) {
         int v = k + 1;
-        if (j->t[v].type != AS_JNULL && KEY_IS(j, k, "id")) {
+        if (j->t[v].type != AS_JNULL && AS_TOK_IS(j, k, "id")) {
             // the id's identity is its (compact) JSON text, as dsh keys its map by JSON.stringify
             char num[24], *q = num + sizeof num;
             unsigned long id = (unsigned long)id_number(n, as_tok_p(j, v), as_tok_len(j, v));
             do *--q = (char)('0' + id % 10); while (id /= 10);
             ed_rep(&e, v, q, (size_t)(num + sizeof num - q));
         } else {
-            ed_walk(&e, v, KEY_IS(j, k, "path"));
+            ed_walk(&e, v, AS_TOK_IS(j, k, "path"));
         }
         k = (int)j->t[v].next;
     }
-    ed_to(&e, j->t[0].end);
+    sp_rest(&e.sp);
 }
 
 // ---------------------------------------------------------------- fixture cwd
@@ -1400,38 +1358,15 @@ static int pass_basename(const char *s, size_t n, const char *base, size_t bl, a
 
 typedef struct { const as_norm *n; const char *base; size_t bl; } fix;
 
-static int first_child(const as_json *j, int tok) { return j->t[tok].count ? tok + 1 : -1; }
-
-static void fix_walk(const fix *f, const as_json *j, int tok, as_buf *out)
+// A scalar of the record: a string rewritten when a rule applies, anything else verbatim.
+static void fix_leaf(const void *ctx, const as_json *j, int tok, as_buf *out)
 {
+    const fix *f = ctx;
     const as_tok *t = &j->t[tok];
-    if (t->type == AS_JOBJ || t->type == AS_JARR) {
-        as_buf_putc(out, t->type == AS_JOBJ ? '{' : '[');
-        int c = first_child(j, tok);
-        for (uint32_t i = 0; i < t->count; i++) {
-            if (i) as_buf_putc(out, ',');
-            if (t->type == AS_JOBJ) {
-                as_buf_put(out, as_tok_p(j, c), as_tok_len(j, c));
-                as_buf_putc(out, ':');
-                c++;
-            }
-            fix_walk(f, j, c, out);
-            c = (int)j->t[c].next;
-        }
-        as_buf_putc(out, t->type == AS_JOBJ ? '}' : ']');
-        return;
-    }
-    if (t->type != AS_JSTR) { as_buf_put(out, j->s + t->start, t->end - t->start); return; }
-    as_norm *n = (as_norm *)f->n;
-    const char *body = j->s + t->start + 1;
-    size_t blen = t->end - t->start - 2;
-    if (t->esc) {
-        as_buf_reset(&n->dec);
-        as_jstr_decode(body, blen, &n->dec);
-        body = n->dec.p ? n->dec.p : "";
-        blen = n->dec.n;
-    }
-    if (!find(body, 0, blen, f->base, f->bl) && !find(body, 0, blen, "/private{{cwd}}", 15)) {
+    as_norm *n = (as_norm *)f->n;   // scratch buffers only
+    size_t blen;
+    const char *body = t->type == AS_JSTR ? str_body(n, j, tok, &blen) : NULL;
+    if (!body || (!find(body, 0, blen, f->base, f->bl) && !find(body, 0, blen, "/private{{cwd}}", 15))) {
         as_buf_put(out, j->s + t->start, t->end - t->start);
         return;
     }
@@ -1446,5 +1381,5 @@ static void fix_walk(const fix *f, const as_json *j, int tok, as_buf *out)
 void as_norm_fixture_cwd(const as_norm *n, const char *basename, size_t blen, const as_json *j, as_buf *out)
 {
     fix f = { n, basename, blen };
-    fix_walk(&f, j, 0, out);
+    cwalk(j, 0, fix_leaf, &f, out);
 }

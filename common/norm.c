@@ -403,11 +403,21 @@ static const char *find(const char *s, size_t from, size_t n, const char *lit, s
 }
 #define FIND(s, from, n, lit) find(s, from, n, lit, sizeof lit - 1)
 
+// 1 and *at = the offset of the first lit in s[from, n), or 0 when there is none.
+static int next_at(const char *s, size_t n, size_t from, const char *lit, size_t ln, size_t *at)
+{
+    const char *m = find(s, from, n, lit, ln);
+    if (m) *at = (size_t)(m - s);
+    return m != NULL;
+}
+#define NEXT_AT(s, n, from, lit, at) next_at(s, n, from, lit, sizeof lit - 1, at)
+
 // ---------------------------------------------------------------- splicing
 
 // A pass's output: s[0, n) with some spans replaced, written left to right
 // into out. Nothing is written before the first replacement; cur is the
-// first byte of s not yet written (the end of the last replaced span).
+// first byte of s not yet written (the end of the last replaced span). Each
+// pass_* below is one rule of dsh's scrubString over a splice (see STEP).
 typedef struct { const char *s; size_t n; as_buf *out; size_t cur; int changed; } splice;
 
 // Writes s[cur, from) and passes over s[from, to); the caller writes what
@@ -484,36 +494,30 @@ static int cwd_match(const char *s, size_t n, size_t start, size_t len)
 }
 
 // One spelling → {{cwd}} at path boundaries; a non-boundary occurrence is skipped whole.
-static int pass_spelling(const char *s, size_t n, const str *w, as_buf *out)
+static void pass_spelling(splice *sp, const str *w)
 {
-    splice sp = { s, n, out, 0, 0 };
-    size_t from = 0;
-    const char *m;
-    while ((m = find(s, from, n, w->p, w->n))) {
-        size_t start = (size_t)(m - s);
+    const char *s = sp->s;
+    size_t n = sp->n, from = 0;
+    for (size_t start; next_at(s, n, from, w->p, w->n, &start);) {
         from = start + w->n;
-        if (cwd_match(s, n, start, w->n)) SP_REP(&sp, start, from, CWD_TOK);
+        if (cwd_match(s, n, start, w->n)) SP_REP(sp, start, from, CWD_TOK);
     }
-    return sp_end(&sp);
 }
 
 // Literal split/join: every occurrence of lit → rep.
-static int pass_literal(const char *s, size_t n, const char *lit, size_t ln, const char *rep, size_t rn, as_buf *out)
+static void pass_literal(splice *sp, const char *lit, size_t ln, const char *rep, size_t rn)
 {
-    splice sp = { s, n, out, 0, 0 };
-    for (const char *m; (m = find(s, sp.cur, n, lit, ln));) sp_rep(&sp, (size_t)(m - s), (size_t)(m - s) + ln, rep, rn);
-    return sp_end(&sp);
+    for (size_t at; next_at(sp->s, sp->n, sp->cur, lit, ln, &at);) sp_rep(sp, at, at + ln, rep, rn);
 }
 
 // dsh CWD_ROOTED_PATH_RE: {{cwd}} then a separator and a run of characters up
 // to whitespace or <>"'` — backslashes in that run become '/'.
-static int pass_cwd_rooted(const char *s, size_t n, as_buf *out)
+static void pass_cwd_rooted(splice *sp)
 {
-    splice sp = { s, n, out, 0, 0 };
-    size_t from = 0;
-    const char *m;
-    while ((m = FIND(s, from, n, "{{cwd}}"))) {
-        size_t e = (size_t)(m - s) + 7;
+    const char *s = sp->s;
+    size_t n = sp->n, from = 0;
+    for (size_t at; NEXT_AT(s, n, from, "{{cwd}}", &at);) {
+        size_t e = at + 7;
         from = e;
         if (e >= n || !is_sep(s[e])) continue;
         size_t k = e + 1;
@@ -523,45 +527,40 @@ static int pass_cwd_rooted(const char *s, size_t n, as_buf *out)
             k++;
         }
         if (k == e + 1) continue;
-        if (memchr(s + e, '\\', k - e)) sp_slash(&sp, e, k);
+        if (memchr(s + e, '\\', k - e)) sp_slash(sp, e, k);
         from = k;
     }
-    return sp_end(&sp);
 }
 
 // dsh canonicalizeEmbeddedPaths: <path>…</path> bodies and the rest of an
 // "Additional instructions from: " line get '/' separators.
-static int pass_path_tags(const char *s, size_t n, as_buf *out)
+static void pass_path_tags(splice *sp)
 {
-    splice sp = { s, n, out, 0, 0 };
-    size_t from = 0;
-    const char *m;
-    while ((m = FIND(s, from, n, "<path>"))) {
-        size_t b = (size_t)(m - s) + 6;
+    const char *s = sp->s;
+    size_t n = sp->n, from = 0;
+    for (size_t at; NEXT_AT(s, n, from, "<path>", &at);) {
+        size_t b = at + 6;
         const char *lt = memchr(s + b, '<', n - b);
-        from = (size_t)(m - s) + 1;
+        from = at + 1;
         if (!lt) break;
         size_t q = (size_t)(lt - s);
         if (!STARTS(s, q, n, "</path>")) continue;
         from = q + 7;
-        if (memchr(s + b, '\\', q - b)) sp_slash(&sp, b, q);
+        if (memchr(s + b, '\\', q - b)) sp_slash(sp, b, q);
     }
-    return sp_end(&sp);
 }
 
-static int pass_additional(const char *s, size_t n, as_buf *out)
+static void pass_additional(splice *sp)
 {
     static const char lit[] = "Additional instructions from: ";
-    splice sp = { s, n, out, 0, 0 };
-    size_t from = 0;
-    const char *m;
-    while ((m = FIND(s, from, n, lit))) {
-        size_t b = (size_t)(m - s) + sizeof lit - 1, q = b;
+    const char *s = sp->s;
+    size_t n = sp->n, from = 0;
+    for (size_t at; NEXT_AT(s, n, from, lit, &at);) {
+        size_t b = at + sizeof lit - 1, q = b;
         while (q < n && s[q] != '\r' && s[q] != '\n') q++;
-        from = q > b ? q : (size_t)(m - s) + 1;
-        if (q > b && memchr(s + b, '\\', q - b)) sp_slash(&sp, b, q);
+        from = q > b ? q : at + 1;
+        if (q > b && memchr(s + b, '\\', q - b)) sp_slash(sp, b, q);
     }
-    return sp_end(&sp);
 }
 
 // ---------------------------------------------------------------- spill paths
@@ -604,39 +603,43 @@ static void sp_locator(splice *sp, size_t from, size_t to, size_t ns, size_t ne)
 }
 
 // dsh LOCAL_SPILL_PATH_RE: {{cwd}}/.spill/session-<12>/<12>-<name>.
-static int pass_local_spill(const char *s, size_t n, as_buf *out)
+static void pass_local_spill(splice *sp)
 {
-    splice sp = { s, n, out, 0, 0 };
-    size_t from = 0;
-    const char *m;
-    while ((m = FIND(s, from, n, "{{cwd}}"))) {
-        size_t p = (size_t)(m - s), i = p + 7;
+    const char *s = sp->s;
+    size_t n = sp->n, from = 0;
+    for (size_t at; NEXT_AT(s, n, from, "{{cwd}}", &at);) {
+        size_t p = at, i = p + 7;
         from = p + 1;
         if (!(i + 8 <= n && is_sep(s[i]) && !memcmp(s + i + 1, ".spill", 6) && is_sep(s[i + 7]))) continue;
         size_t ns = spill_tail(s, i + 8, n);
         if (!ns) continue;
         size_t ne = spill_name_end(s, ns, n);
         if (!ne) continue;
-        sp_locator(&sp, p, ne, ns, ne);
+        sp_locator(sp, p, ne, ns, ne);
         from = ne;
     }
-    return sp_end(&sp);
+}
+
+// 1 when the separator s[i] starts <sep>tmp<sep>dsh-acp-snap or <sep>t<sep>dsh-acp-snap.
+static int snap_root_at(const char *s, size_t i, size_t n)
+{
+    return (STARTS(s, i + 1, n, "tmp") && i + 4 < n && is_sep(s[i + 4]) && STARTS(s, i + 5, n, "dsh-acp-snap"))
+           || (i + 2 < n && s[i + 1] == 't' && is_sep(s[i + 2]) && STARTS(s, i + 3, n, "dsh-acp-snap"));
 }
 
 // dsh SNAPSHOT_SPILL_PATH_RE: [X:]<sep>(tmp|t)<sep>(dsh-acp-snap-<9 hex>|
 // dsh-acp-snapshot-spill)<sep>session-<12>/<12>-<name>.
-static int pass_snapshot_spill(const char *s, size_t n, as_buf *out)
+static void pass_snapshot_spill(splice *sp)
 {
-    splice sp = { s, n, out, 0, 0 };
-    size_t from = 0;
-    const char *m;
-    while ((m = FIND(s, from, n, "dsh-acp-snap"))) {
-        size_t a = (size_t)(m - s), p;
+    const char *s = sp->s;
+    size_t n = sp->n, from = 0;
+    for (size_t at; NEXT_AT(s, n, from, "dsh-acp-snap", &at);) {
+        size_t a = at, p;
         from = a + 1;
         if (a >= 5 && is_sep(s[a - 5]) && !memcmp(s + a - 4, "tmp", 3) && is_sep(s[a - 1])) p = a - 5;
         else if (a >= 3 && is_sep(s[a - 3]) && s[a - 2] == 't' && is_sep(s[a - 1])) p = a - 3;
         else continue;
-        if (p < sp.cur) continue;
+        if (p < sp->cur) continue;
         size_t i;
         if (STARTS(s, a, n, "dsh-acp-snap-") && a + 22 <= n && has_lhex(s + a + 13, 9)) i = a + 22;
         else if (STARTS(s, a, n, "dsh-acp-snapshot-spill")) i = a + 22;
@@ -646,11 +649,10 @@ static int pass_snapshot_spill(const char *s, size_t n, as_buf *out)
         if (!ns) continue;
         size_t ne = spill_name_end(s, ns, n);
         if (!ne) continue;
-        if (p >= sp.cur + 2 && s[p - 1] == ':' && is_alpha(s[p - 2])) p -= 2;
-        sp_locator(&sp, p, ne, ns, ne);
+        if (p >= sp->cur + 2 && s[p - 1] == ':' && is_alpha(s[p - 2])) p -= 2;
+        sp_locator(sp, p, ne, ns, ne);
         from = ne;
     }
-    return sp_end(&sp);
 }
 
 // ---------------------------------------------------------------- event-read results
@@ -705,18 +707,19 @@ static size_t event_read_region(const char *s, size_t n)
     return 0;
 }
 
-static int pass_event_read(const char *s, size_t n, as_buf *out)
+static void pass_event_read(splice *sp)
 {
+    const char *s = sp->s;
+    size_t n = sp->n;
     size_t r = event_read_region(s, n);
-    if (!r) return 0;
-    splice sp = { s, n, out, 0, 0 };
+    if (!r) return;
     // ^(  "time": )\d+(?=,\r?$) per line of the region
     for (size_t ls = 0; ls < r;) {
         if (STARTS(s, ls, r, "  \"time\": ")) {
             size_t d = ls + 10, k = d;
             while (k < r && is_digit(s[k])) k++;
             if (k > d && k < r && s[k] == ',' && (k + 1 == r || js_eol_at(s, k + 1, r)))
-                SP_REP(&sp, d, k, "{{eventTime}}");
+                SP_REP(sp, d, k, "{{eventTime}}");
         }
         size_t k = ls;
         while (k < r && !js_eol_at(s, k, r)) k++;
@@ -725,37 +728,34 @@ static int pass_event_read(const char *s, size_t n, as_buf *out)
     }
     // (\r?\n\r?\n\(Omitted )\d+( bytes\.) over the whole string
     size_t from = 0;
-    const char *m;
-    while ((m = FIND(s, from, n, "(Omitted "))) {
-        size_t p = (size_t)(m - s);
+    for (size_t at; NEXT_AT(s, n, from, "(Omitted ", &at);) {
+        size_t p = at;
         from = p + 1;
         if (!(p >= 2 && s[p - 1] == '\n' && (s[p - 2] == '\n' || (p >= 3 && s[p - 2] == '\r' && s[p - 3] == '\n'))))
             continue;
         size_t d = p + 9, k = d;
         while (k < n && is_digit(s[k])) k++;
-        if (k == d || !STARTS(s, k, n, " bytes.") || d < sp.cur) continue;
-        SP_REP(&sp, d, k, "{{eventOmittedBytes}}");
+        if (k == d || !STARTS(s, k, n, " bytes.") || d < sp->cur) continue;
+        SP_REP(sp, d, k, "{{eventOmittedBytes}}");
         from = k;
     }
-    return sp_end(&sp);
 }
 
 // ---------------------------------------------------------------- ids
 
 // dsh UUID_RE (case-insensitive, no boundaries) → {{sessionId}}.
-static int pass_uuid(const char *s, size_t n, as_buf *out)
+static void pass_uuid(splice *sp)
 {
-    splice sp = { s, n, out, 0, 0 };
-    size_t i = 0;
+    const char *s = sp->s;
+    size_t n = sp->n, i = 0;
     const char *m;
     while (i < n && (m = memchr(s + i, '-', n - i))) {
         size_t d = (size_t)(m - s);
         i = d + 1;
-        if (d < sp.cur + 8 || d + 28 > n || !uuid_at(s + d - 8)) continue;
+        if (d < sp->cur + 8 || d + 28 > n || !uuid_at(s + d - 8)) continue;
         i = d - 8 + 36;
-        SP_REP(&sp, d - 8, i, SID_TOK);
+        SP_REP(sp, d - 8, i, SID_TOK);
     }
-    return sp_end(&sp);
 }
 
 // ---------------------------------------------------------------- the string pipeline
@@ -784,7 +784,10 @@ static void chain_took(chain *c, int did)
     c->which ^= 1;
     c->changed = 1;
 }
-#define STEP(c, call) do { as_buf *o_ = chain_out(c); chain_took(c, call); (void)o_; } while (0)
+// One pass over the chain's current text: call uses sp_, a splice of it onto
+// the other buffer, which becomes current when the pass replaced anything.
+#define STEP(c, call) do { splice s_ = { (c)->cur, (c)->n, chain_out(c), 0, 0 }, *sp_ = &s_; \
+        call; chain_took(c, sp_end(sp_)); } while (0)
 
 enum { F_SP = 1, F_ID = 2, F_CWDTOK = 4, F_BS = 8, F_SNAP = 16, F_UUID = 32, F_EVENT = 64 };
 
@@ -824,9 +827,7 @@ static unsigned features(const as_norm *n, const char *s, size_t len)
                 if (starts(s, i, len, n->sp[k].p, n->sp[k].n)) f |= F_SP;
         if (t & T_SEP) {
             if (s[i] == '\\') f |= F_BS;
-            if ((STARTS(s, i + 1, len, "tmp") && i + 4 < len && is_sep(s[i + 4]) && STARTS(s, i + 5, len, "dsh-acp-snap"))
-                || (i + 2 < len && s[i + 1] == 't' && is_sep(s[i + 2]) && STARTS(s, i + 3, len, "dsh-acp-snap")))
-                f |= F_SNAP;
+            if (snap_root_at(s, i, len)) f |= F_SNAP;
         }
         // a UUID (and so a UUID-shaped session id) has 8 hex digits before its first '-'
         if ((t & T_DASH) && i >= 8 && i + 28 <= len && has_hex(s + i - 8, 8) && has_hex(s + i + 1, 4))
@@ -839,27 +840,23 @@ static int scrub_chain(const as_norm *nc, chain *c, unsigned f, int is_path)
 {
     int cwdtok = (f & F_CWDTOK) != 0;
     if (f & F_SP) {
-        for (size_t i = 0; i < nc->nsp; i++) STEP(c, pass_spelling(c->cur, c->n, &nc->sp[i], o_));
+        for (size_t i = 0; i < nc->nsp; i++) STEP(c, pass_spelling(sp_, &nc->sp[i]));
         cwdtok |= c->changed;
     }
-    if (cwdtok) STEP(c, pass_literal(c->cur, c->n, "/private{{cwd}}", 15, CWD_TOK, 7, o_));
+    if (cwdtok) STEP(c, pass_literal(sp_, "/private{{cwd}}", 15, CWD_TOK, 7));
     if (!nc->native && (f & F_BS)) {
-        if (cwdtok) STEP(c, pass_cwd_rooted(c->cur, c->n, o_));
-        STEP(c, pass_path_tags(c->cur, c->n, o_));
-        STEP(c, pass_additional(c->cur, c->n, o_));
+        if (cwdtok) STEP(c, pass_cwd_rooted(sp_));
+        STEP(c, pass_path_tags(sp_));
+        STEP(c, pass_additional(sp_));
     }
-    if (cwdtok) STEP(c, pass_local_spill(c->cur, c->n, o_));
-    if (f & F_SNAP) STEP(c, pass_snapshot_spill(c->cur, c->n, o_));
-    if (f & F_EVENT) STEP(c, pass_event_read(c->cur, c->n, o_));
+    if (cwdtok) STEP(c, pass_local_spill(sp_));
+    if (f & F_SNAP) STEP(c, pass_snapshot_spill(sp_));
+    if (f & F_EVENT) STEP(c, pass_event_read(sp_));
     if (f & F_ID)
         for (size_t i = 0; i < nc->nid; i++)
-            STEP(c, pass_literal(c->cur, c->n, nc->id[i].p, nc->id[i].n, SID_TOK, sizeof SID_TOK - 1, o_));
-    if (f & F_UUID) STEP(c, pass_uuid(c->cur, c->n, o_));
-    if (is_path && !nc->native && (f & F_BS) && memchr(c->cur, '\\', c->n)) {
-        as_buf *o = chain_out(c);
-        put_slashed(o, c->cur, c->n);
-        chain_took(c, 1);
-    }
+            STEP(c, pass_literal(sp_, nc->id[i].p, nc->id[i].n, SID_TOK, sizeof SID_TOK - 1));
+    if (f & F_UUID) STEP(c, pass_uuid(sp_));
+    if (is_path && !nc->native && (f & F_BS) && memchr(c->cur, '\\', c->n)) STEP(c, sp_slash(sp_, 0, c->n));
     return c->changed;
 }
 
@@ -980,9 +977,7 @@ static size_t line_hit(as_norm *n, const char *s, size_t i, size_t to)
     int hit = 0;
     if (t & T_SP)
         for (size_t k = 0; k < n->nesp && !hit; k++) hit = starts(s, i, to, n->esp[k].p, n->esp[k].n);
-    if (!hit && c == '/')
-        hit = (STARTS(s, i + 1, to, "tmp") && i + 4 < to && is_sep(s[i + 4]) && STARTS(s, i + 5, to, "dsh-acp-snap"))
-              || (i + 2 < to && s[i + 1] == 't' && is_sep(s[i + 2]) && STARTS(s, i + 3, to, "dsh-acp-snap"));
+    if (!hit && c == '/') hit = snap_root_at(s, i, to);
     if (!hit && (t & T_DASH) && i >= 8 && i + 28 <= to && uuid_at(s + i - 8)) {
         cand_push(n, i);
         return i + 28;   // past the UUID
@@ -1324,11 +1319,11 @@ void as_norm_stdout_frame(as_norm *n, const as_json *j0, as_buf *out)
 
 // dsh tokenizeFixtureString's absolute-path rule: [X:]<sep>(seg<sep>)*basename
 // followed by the end, a separator, \s or <>'"()[]{},;:!?=.
-static int pass_basename(const char *s, size_t n, const char *base, size_t bl, as_buf *out)
+static void pass_basename(splice *sp, const char *base, size_t bl)
 {
-    if (!find(s, 0, n, base, bl)) return 0;
-    size_t cur = 0;
-    int changed = 0;
+    const char *s = sp->s;
+    size_t n = sp->n;
+    if (!find(s, 0, n, base, bl)) return;
     for (size_t p = 0; p < n; p++) {
         if (!is_sep(s[p])) continue;
         size_t c = p + 1, end = 0;
@@ -1345,15 +1340,10 @@ static int pass_basename(const char *s, size_t n, const char *base, size_t bl, a
         }
         if (!end) continue;
         size_t start = p;
-        if (p >= cur + 2 && s[p - 1] == ':' && is_alpha(s[p - 2])) start = p - 2;
-        as_buf_put(out, s + cur, start - cur);
-        as_buf_put(out, CWD_TOK, sizeof CWD_TOK - 1);
-        cur = end;
+        if (p >= sp->cur + 2 && s[p - 1] == ':' && is_alpha(s[p - 2])) start = p - 2;
+        SP_REP(sp, start, end, CWD_TOK);
         p = end - 1;
-        changed = 1;
     }
-    if (changed) as_buf_put(out, s + cur, n - cur);
-    return changed;
 }
 
 typedef struct { const as_norm *n; const char *base; size_t bl; } fix;
@@ -1371,9 +1361,9 @@ static void fix_leaf(const void *ctx, const as_json *j, int tok, as_buf *out)
         return;
     }
     chain c = { { &n->s1, &n->s2 }, 0, body, blen, 0 };
-    for (size_t i = 0; i < n->nsp; i++) STEP(&c, pass_spelling(c.cur, c.n, &n->sp[i], o_));
-    STEP(&c, pass_basename(c.cur, c.n, f->base, f->bl, o_));
-    STEP(&c, pass_literal(c.cur, c.n, "/private{{cwd}}", 15, CWD_TOK, 7, o_));
+    for (size_t i = 0; i < n->nsp; i++) STEP(&c, pass_spelling(sp_, &n->sp[i]));
+    STEP(&c, pass_basename(sp_, f->base, f->bl));
+    STEP(&c, pass_literal(sp_, "/private{{cwd}}", 15, CWD_TOK, 7));
     if (c.changed) as_jstr_write(out, c.cur, c.n);
     else as_buf_put(out, j->s + t->start, t->end - t->start);
 }

@@ -174,10 +174,12 @@ int as_json_exact(const as_json *j, int obj, const as_key *keys, int n, int *idx
 #define AS_NKEYS(keys) ((int)(sizeof(keys) / sizeof *(keys)))
 // Appends the bytes of a valid JSON text without its insignificant whitespace.
 void as_json_compact(const char *s, size_t n, as_buf *out);
-// 1 when token tok is a string equal to the literal (a compile-time string).
+// 1 when token tok is a string equal to the literal (a compile-time string);
+// 0 for tok -1 (an absent member).
 #define AS_TOK_IS(j, tok, lit) as_json_tok_is((j), (tok), lit, sizeof(lit) - 1)
 static inline int as_json_tok_is(const as_json *j, int tok, const char *lit, size_t n)
 {
+    if (tok < 0) return 0;
     const as_tok *t = &j->t[tok];
     if (t->type != AS_JSTR) return 0;
     if (t->esc) return as_json_streq(j, tok, lit);

@@ -1140,8 +1140,7 @@ static void ed_walk(ed *e, int tok, int is_path)
 // data.header of a request/header record, or -1.
 static int header_obj(const as_json *j)
 {
-    int type = as_json_get(j, 0, "type");
-    if (type < 0 || !AS_TOK_IS(j, type, "request/header")) return -1;
+    if (!AS_TOK_IS(j, as_json_get(j, 0, "type"), "request/header")) return -1;
     int hdr = as_json_get(j, as_json_get(j, 0, "data"), "header");
     return hdr >= 0 && j->t[hdr].type == AS_JOBJ ? hdr : -1;
 }

@@ -57,6 +57,29 @@ as_sess *as_sess_open(const char *path)
     return s;
 }
 
+// Appends line 1 of path to b: through the decoder when zstd, else its raw
+// bytes (so a binary file is simply not a log). -1 when path cannot be opened.
+static int first_line(const char *path, int zstd, as_buf *b)
+{
+    if (zstd) {
+        as_in *in = as_in_open(path);
+        const char *l;
+        size_t n;
+        if (as_in_line(in, &l, &n)) as_buf_put(b, l, n);
+        as_in_close(in);
+        return 0;
+    }
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t n = getline(&line, &cap, f);
+    if (n > 0) as_buf_put(b, line, (size_t)n);
+    free(line);
+    fclose(f);
+    return 0;
+}
+
 int as_is_session_log(const char *path)
 {
     static const char magic[4] = {0x28, (char)0xb5, 0x2f, (char)0xfd};
@@ -67,28 +90,10 @@ int as_is_session_log(const char *path)
     close(fd);
     int zstd = got == 4 && !memcmp(head, magic, 4);
     as_buf b = {0};
-    if (zstd) {   // the decoder reads the first frame far enough for line 1
-        as_in *in = as_in_open(path);
-        const char *l;
-        size_t n;
-        if (as_in_line(in, &l, &n)) as_buf_put(&b, l, n);
-        as_in_close(in);
-    } else {      // plain bytes as they are: a binary file is simply not a log
-        FILE *f = fopen(path, "r");
-        if (!f) return -1;
-        char *line = NULL;
-        size_t cap = 0;
-        ssize_t n = getline(&line, &cap, f);
-        if (n > 0) as_buf_put(&b, line, (size_t)n);
-        free(line);
-        fclose(f);
-    }
     as_json j = {0};
-    int r = 0;
-    if (b.n && as_json_parse(&j, b.p, b.n) == 0 && j.t[0].type == AS_JOBJ) {
-        int ty = as_json_get(&j, 0, "type");
-        if (ty >= 0 && AS_TOK_IS(&j, ty, "session")) r = 1 + zstd;
-    }
+    int r = first_line(path, zstd, &b);
+    if (r == 0 && b.n && as_json_parse(&j, b.p, b.n) == 0 && AS_TOK_IS(&j, as_json_get(&j, 0, "type"), "session"))
+        r = 1 + zstd;
     as_buf_free(&b);
     as_json_free(&j);
     return r;

@@ -288,10 +288,10 @@ static int take_sidecar(const scen *S, const char *fp, const char *f)
 {
     const as_scenario *sc = S->sc;
     int ci;
-    if (!strcmp(f, "system-prompt.expected.md")) {
+    if (!strcmp(f, AS_PROMPT_SIDECAR)) {
         if (!S->owns_prompt)
             as_problem(&probs, fp, 0, "stray sidecar: no header pin takes its system prompt from %s; delete it or name %s as the class pin's systemPromptSource", sc->name, sc->name);
-    } else if (!strcmp(f, "tool-schemas.expected.json")) {
+    } else if (!strcmp(f, AS_SCHEMAS_SIDECAR)) {
         if (!S->owns_schemas)
             as_problem(&probs, fp, 0, "stray sidecar: no header pin takes its tool schemas from %s; delete it or name %s as the class pin's toolSchemasSource", sc->name, sc->name);
     } else if ((ci = child_index(f, "system-prompt.", ".expected.md"))) {
@@ -428,24 +428,13 @@ typedef struct {
     int nsets;                   // schema sets in the schemas sidecar
 } owned;
 
-static const char PROMPT_SIDECAR[] = "system-prompt.expected.md";
-static const char SCHEMAS_SIDECAR[] = "tool-schemas.expected.json";
-
-// dir/scenario/file (caller frees).
-static char *scen_file(const char *dir, const char *scenario, const char *file)
-{
-    char *sdir = as_path_join(dir, scenario), *p = as_path_join(sdir, file);
-    free(sdir);
-    return p;
-}
-
 // 1 when b holds nothing but white space.
 static int blank(const as_buf *b) { return b->n == 0 || strspn(b->p, " \t\r\n") == b->n; }
 
 // The prompt sidecar a row owns: present, not blank, LF-terminated.
 static void owner_prompt(const char *dir, const as_scenario *sc, owned *o)
 {
-    char *p = scen_file(dir, sc->name, PROMPT_SIDECAR);
+    char *p = as_path_join3(dir, sc->name, AS_PROMPT_SIDECAR);
     if (!(o->has_prompt = read_sidecar(p, &o->prompt)))
         as_problem(&probs, p, 0, "missing, but %s owns the system-prompt sidecar of a header pin; write it with sidecar-dedupe from the pin's raw capture", sc->name);
     else if (blank(&o->prompt))
@@ -460,7 +449,7 @@ static void owner_prompt(const char *dir, const as_scenario *sc, owned *o)
 // The tool-schema sidecar a row owns: present and printed as dsh prints it.
 static void owner_schemas(const char *dir, const as_scenario *sc, owned *o)
 {
-    char *p = scen_file(dir, sc->name, SCHEMAS_SIDECAR);
+    char *p = as_path_join3(dir, sc->name, AS_SCHEMAS_SIDECAR);
     int nini = 0;
     const char *err;
     if (!(o->has_schemas = read_sidecar(p, &o->schemas)))
@@ -482,8 +471,8 @@ static void same_sidecars(const char *dir, const scen *sv, const owned *ov, size
                 const as_buf *a = w ? &ov[i].schemas : &ov[i].prompt, *b = w ? &ov[k].schemas : &ov[k].prompt;
                 int ha = w ? ov[i].has_schemas : ov[i].has_prompt, hb = w ? ov[k].has_schemas : ov[k].has_prompt;
                 if (!ha || !hb || a->n != b->n || memcmp(a->p, b->p, a->n)) continue;
-                const char *f = w ? SCHEMAS_SIDECAR : PROMPT_SIDECAR;
-                char *fi = scen_file(dir, sv[i].sc->name, f), *pk = as_path_join(dir, sv[k].sc->name);
+                const char *f = w ? AS_SCHEMAS_SIDECAR : AS_PROMPT_SIDECAR;
+                char *fi = as_path_join3(dir, sv[i].sc->name, f), *pk = as_path_join(dir, sv[k].sc->name);
                 as_problem(&probs, fi, 0, "identical to %s/%s; commit it once: name %s as the %s of the pins that use %s, and delete this copy",
                            pk, f, sv[k].sc->name, w ? "toolSchemasSource" : "systemPromptSource", sv[i].sc->name);
                 free(pk);
@@ -509,7 +498,7 @@ static void check_pin(const char *dir, const scen *sv, const owned *ov, size_t i
     const scen *S = &sv[i];
     const as_scenario *sc = S->sc;
     if (!S->exists || !S->nsess || !S->primary.ok) return;
-    char *fx = scen_file(dir, sc->name, "session.jsonl");
+    char *fx = as_path_join3(dir, sc->name, "session.jsonl");
     long H = S->primary.headers, want = 1 + (long)sc->expectedHeaderChanges;
     if (H != want)
         as_problem(&probs, fx, 0, "the pin carries %ld request headers; a pin carries 1 + expectedHeaderChanges = %ld (fix expectedHeaderChanges or the fixture)", H, want);
@@ -521,13 +510,13 @@ static void check_pin(const char *dir, const scen *sv, const owned *ov, size_t i
     free(fx);
     int ss = S->schema_src, ps = S->prompt_src;
     if (ss >= 0 && ov[ss].schemas_ok && H > 0 && ov[ss].nsets != H) {
-        char *f = scen_file(dir, sv[ss].sc->name, SCHEMAS_SIDECAR);
+        char *f = as_path_join3(dir, sv[ss].sc->name, AS_SCHEMAS_SIDECAR);
         as_problem(&probs, f, 0, "holds %d tool-schema sets, but %s/session.jsonl has %ld request headers; regenerate it with sidecar-dedupe", ov[ss].nsets, sc->name, H);
         free(f);
     }
     int np = ps >= 0 && ov[ps].prompt_ok ? 1 + as_prompt_sidecar_changes(ov[ps].prompt.p, ov[ps].prompt.n) : 0;
     if (np && H > 0 && np != H) {
-        char *f = scen_file(dir, sv[ps].sc->name, PROMPT_SIDECAR);
+        char *f = as_path_join3(dir, sv[ps].sc->name, AS_PROMPT_SIDECAR);
         as_problem(&probs, f, 0, "holds %d prompt sections, but %s/session.jsonl has %ld request headers; regenerate it with sidecar-dedupe", np, sc->name, H);
         free(f);
     }
@@ -576,7 +565,7 @@ static void check_children(const char *dir, const scen *sv, const owned *ov, siz
             char f[64];
             if (S->nsess && c >= S->nsess)
                 as_problem(&probs, sdir, 0, "%s names child %d, but there is no session.%d.jsonl; drop %d from %s", field, c, c, c, field);
-            snprintf(f, sizeof f, w ? "tool-schemas.%d.expected.json" : "system-prompt.%d.expected.md", c);
+            snprintf(f, sizeof f, w ? AS_CHILD_SCHEMAS_SIDECAR : AS_CHILD_PROMPT_SIDECAR, c);
             char *p = as_path_join(sdir, f);
             child_sidecar(p, w, c, field, cp, &b);
             free(p);

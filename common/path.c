@@ -1,5 +1,6 @@
 // path.c - file names: joining, what a name stands for, directory arguments.
 #include "acpsnap.h"
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -10,6 +11,13 @@ char *as_path_join(const char *dir, const char *name)
     memcpy(p, dir, na);
     p[na] = '/';
     memcpy(p + na + 1, name, nb + 1);
+    return p;
+}
+
+char *as_path_join3(const char *dir, const char *name, const char *file)
+{
+    char *d = as_path_join(dir, name), *p = as_path_join(d, file);
+    free(d);
     return p;
 }
 

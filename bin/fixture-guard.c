@@ -1,5 +1,5 @@
 // fixture-guard - check a snapshots directory against its scenario table
-// (DESIGN.md §5): files, orphans, strays, canonical fixtures, header pins and
+// (acpsnap-scenarios(5)): files, orphans, strays, canonical fixtures, header pins and
 // sidecars; or discover every session log under a tree and check its layout.
 #include "acpsnap.h"
 #include "table.h"

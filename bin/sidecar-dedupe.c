@@ -1,7 +1,7 @@
 // sidecar-dedupe - extract the request-header sequence of a scenario's raw
 // capture into its header pin's sidecars, byte-identical to dsh, once per
 // distinct version; or check committed sidecars against the table and the
-// raw captures (DESIGN.md §5.3).
+// raw captures (acpsnap-scenarios(5)).
 #include "acpsnap.h"
 #include "norm.h"
 #include "sidecar.h"

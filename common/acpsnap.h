@@ -217,7 +217,7 @@ void as_json_insert_after(const as_json *j, int obj, const char *after,
                           const char *members, size_t mlen, as_buf *out);
 
 // ---------------------------------------------------------------- session.c
-// Session log v0 (DESIGN.md §3). A decoder yields the header, then one event
+// Session log v0 (acpsnap-session(5)). A decoder yields the header, then one event
 // at a time (packed rows expanded, synthetic envelopes for projected input).
 typedef enum { AS_FORM_UNKNOWN = 0, AS_FORM_PERSISTED, AS_FORM_PROJECTED } as_form;
 typedef enum { AS_DELTA_NONE = 0, AS_DELTA_TEXT, AS_DELTA_REASONING, AS_DELTA_TOOL } as_delta;
@@ -272,7 +272,7 @@ void as_event_line(const as_event *ev, int projected, as_buf *out);
 // then the body packed canonically in pack mode `mode` (AS_PACK_*), or, with
 // unpack set, one event per line with its envelope. Dies on malformed input.
 void as_sess_transcode(const char *path, as_out *o, int mode, int unpack);
-// Canonical-layout check of a whole log (DESIGN.md §3.3): 0 when pack(unpack(x))
+// Canonical-layout check of a whole log (acpsnap-session(5)): 0 when pack(unpack(x))
 // reproduces every line, else 1 and *badline = the first line that differs.
 // Dies (exit 2) on malformed input, like the decoder.
 int as_sess_check(const char *path, long *badline);

@@ -1,5 +1,6 @@
-// norm.h - the normalizer core (DESIGN.md §5.3, §6): scrubbing of a run's
-// volatile values out of ACP transcripts and session logs.
+// norm.h - the normalizer core (scrub(1)): scrubbing of a run's volatile
+// values out of ACP transcripts and session logs, and the request-header
+// tokens of header pins (acpsnap-scenarios(5)).
 //
 // Everything works on byte spans: a record is walked token by token, the
 // container punctuation is re-emitted compactly, scalar bytes are copied

@@ -1,4 +1,4 @@
-// replay.c - the replay model: entries, scripts, overrides, derivation (DESIGN.md §4).
+// replay.c - the replay model (acpsnap-replay(5)): entries, scripts, overrides, derivation.
 #include "replay.h"
 
 #include <math.h>

@@ -1,4 +1,4 @@
-// session.c - the session log v0 codec (DESIGN.md §3): decoding packed rows
+// session.c - the session log v0 codec (acpsnap-session(5)): decoding packed rows
 // into events with envelopes (synthetic ones for projected input), strict row
 // validation, canonical packing of delta runs, projection.
 #include "acpsnap.h"

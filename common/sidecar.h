@@ -1,4 +1,4 @@
-// sidecar.h - request-header pin sidecars (DESIGN.md §5.3): dsh's exact
+// sidecar.h - request-header pin sidecars (acpsnap-scenarios(5)): dsh's exact
 // formatting of system-prompt[.N].expected.md and tool-schemas[.N].expected.json,
 // and JSON.stringify(value, null, 2) over scanner tokens.
 #ifndef ACPSNAP_SIDECAR_H

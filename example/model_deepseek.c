@@ -1,6 +1,6 @@
 // model_deepseek.c - the DeepSeek adapter: OpenAI-compatible chat
 // completions with SSE streaming over libcurl, translated to the stream
-// chunks of DESIGN.md §4.1. Runs the transfer on its own thread.
+// chunks of acpsnap-replay(5). Runs the transfer on its own thread.
 #include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 // model_replay.c - the replay adapter: serves a replay script positionally
-// (DESIGN.md §4.2, §4.5). Never touches the network or .env.
+// (acpsnap-replay(5)). Never touches the network or .env.
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-// persist.c - session logs in format v0 (DESIGN.md §3): one log per session,
+// persist.c - session logs in format v0 (acpsnap-session(5)): one log per session,
 // zstd frames (header frame, then one frame per durable batch) or raw JSONL,
 // chunk-delta runs packed canonically by common/'s packer, write + fsync per
 // batch, a torn tail cut off on load.

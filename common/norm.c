@@ -607,8 +607,8 @@ static void pass_local_spill(splice *sp)
 {
     const char *s = sp->s;
     size_t n = sp->n, from = 0;
-    for (size_t at; NEXT_AT(s, n, from, "{{cwd}}", &at);) {
-        size_t p = at, i = p + 7;
+    for (size_t p; NEXT_AT(s, n, from, "{{cwd}}", &p);) {
+        size_t i = p + 7;
         from = p + 1;
         if (!(i + 8 <= n && is_sep(s[i]) && !memcmp(s + i + 1, ".spill", 6) && is_sep(s[i + 7]))) continue;
         size_t ns = spill_tail(s, i + 8, n);
@@ -633,8 +633,8 @@ static void pass_snapshot_spill(splice *sp)
 {
     const char *s = sp->s;
     size_t n = sp->n, from = 0;
-    for (size_t at; NEXT_AT(s, n, from, "dsh-acp-snap", &at);) {
-        size_t a = at, p;
+    for (size_t a; NEXT_AT(s, n, from, "dsh-acp-snap", &a);) {
+        size_t p;
         from = a + 1;
         if (a >= 5 && is_sep(s[a - 5]) && !memcmp(s + a - 4, "tmp", 3) && is_sep(s[a - 1])) p = a - 5;
         else if (a >= 3 && is_sep(s[a - 3]) && s[a - 2] == 't' && is_sep(s[a - 1])) p = a - 3;
@@ -728,8 +728,7 @@ static void pass_event_read(splice *sp)
     }
     // (\r?\n\r?\n\(Omitted )\d+( bytes\.) over the whole string
     size_t from = 0;
-    for (size_t at; NEXT_AT(s, n, from, "(Omitted ", &at);) {
-        size_t p = at;
+    for (size_t p; NEXT_AT(s, n, from, "(Omitted ", &p);) {
         from = p + 1;
         if (!(p >= 2 && s[p - 1] == '\n' && (s[p - 2] == '\n' || (p >= 3 && s[p - 2] == '\r' && s[p - 3] == '\n'))))
             continue;

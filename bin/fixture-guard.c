@@ -1,5 +1,5 @@
 // fixture-guard - check a snapshots directory against its scenario table
-// (DESIGN.md §5): files, orphans, strays, canonical fixtures, header pins and
+// (acpsnap-scenarios(5)): files, orphans, strays, canonical fixtures, header pins and
 // sidecars; or discover every session log under a tree and check its layout.
 #include "acpsnap.h"
 #include "table.h"
@@ -26,50 +26,11 @@ static const char USAGE[] =
     "  -h, --help      this text\n"
     "  -V, --version   version\n";
 
-static long nproblems;
-static int quiet;        // --list: pin rules are not reported
+static as_problems probs;   // quiet while --list resolves the pins
 
-static void problem(const char *file, long line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void problem(const char *file, long line, const char *fmt, ...)
-{
-    char msg[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    if (quiet) return;
-    as_warn_at(file, line, 0, "%s", msg);
-    nproblems++;
-}
-
-static void table_report(void *ctx, const char *file, long line, const char *msg)
-{
-    problem(file, line, "%s", msg);
-}
-
-// Reads a whole plain file; 0 on success, -1 (errno set) when it cannot.
-static int slurp(const char *path, as_buf *b)
-{
-    as_buf_reset(b);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return -1;
-    for (;;) {
-        as_buf_grow(b, 65536);
-        ssize_t r = read(fd, b->p + b->n, b->cap - b->n - 1);
-        if (r < 0) { if (errno == EINTR) continue; int e = errno; close(fd); errno = e; return -1; }
-        if (r == 0) break;
-        b->n += (size_t)r;
-    }
-    b->p[b->n] = 0;
-    close(fd);
-    return 0;
-}
-
-static int is_file(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
-}
+// A problem about the file name in directory dir (no line).
+#define PROBLEM_IN(dir, name, ...) do { char *p_ = as_path_join(dir, name); \
+        as_problem(&probs, p_, 0, __VA_ARGS__); free(p_); } while (0)
 
 // ------------------------------------------------------------ session fixtures
 
@@ -81,9 +42,118 @@ typedef struct {
 
 enum { FX_LAYOUT = 1, FX_CONTENT = 2, FX_PIN = 4 };
 
-static int tokeq(const as_json *j, int tok, const char *lit)
+// Calls fn(ctx, line, len, lineno, has_lf) on each line of s[0, n) (without
+// its LF; has_lf 0 for an unterminated last line) while fn returns 0;
+// returns what stopped it, or 0.
+typedef int (*line_fn)(void *ctx, const char *line, size_t len, long ln, int has_lf);
+static int each_line(const char *s, size_t n, line_fn fn, void *ctx)
 {
-    return tok >= 0 && j->t[tok].type == AS_JSTR && as_json_streq(j, tok, lit);
+    long ln = 0;
+    for (size_t pos = 0; pos < n;) {
+        const char *nl = memchr(s + pos, '\n', n - pos);
+        size_t end = nl ? (size_t)(nl - s) : n;
+        int r = fn(ctx, s + pos, end - pos, ++ln, nl != NULL);
+        if (r) return r;
+        pos = nl ? end + 1 : n;
+    }
+    return 0;
+}
+
+// One session fixture being read.
+typedef struct {
+    const char *path;
+    unsigned what;              // FX_*
+    fxinfo *info;
+    as_json j;                  // the record being read
+    long envelope;              // first record keeping an envelope member, 0 = none
+    int structural;             // a line is broken: the layout checks are moot
+} fxscan;
+
+enum { FX_NEXT = 0, FX_STOP, FX_DROP };   // read on; stop reading (structural); drop the file
+
+static int fx_broken(fxscan *x, long ln, const char *msg)
+{
+    as_problem(&probs, x->path, ln, "%s", msg);
+    x->structural = 1;
+    return FX_STOP;
+}
+
+static int has_envelope(const as_json *j)
+{
+    static const as_key env[] = {AS_KEY("seq"), AS_KEY("time"), AS_KEY("seq0"), AS_KEY("time0")};
+    int idx[4];
+    as_json_pick(j, 0, env, 4, idx);
+    return idx[0] >= 0 || idx[1] >= 0 || idx[2] >= 0 || idx[3] >= 0;
+}
+
+// A request/header record whose data.header is an object: tokenized bulk.
+static void fx_request_header(fxscan *x, const as_json *j, int data, int hdr, long ln)
+{
+    x->info->headers++;
+    if (AS_TOK_IS(j, as_json_get(j, data, "reason"), "change")) x->info->changes++;
+    if (as_norm_header_state(j, AS_HDR_SYSTEM) == AS_HDR_RAW)
+        as_problem(&probs, x->path, ln, "request header carries its system prompt; tokenize it as \"{{system}}\" (scrub --fixture) and keep the text in the pin's system-prompt.expected.md");
+    if (as_norm_header_state(j, AS_HDR_TOOLS) == AS_HDR_RAW)
+        as_problem(&probs, x->path, ln, "request header carries its tool schemas; tokenize them as \"{{tools}}\" (scrub --fixture) and keep them in the pin's tool-schemas.expected.json");
+    if (!AS_TOK_IS(j, as_json_get(j, hdr, "tools"), AS_TOKEN_TOOLS) && !x->info->notools_line)
+        x->info->notools_line = ln;
+    if (!(x->what & FX_PIN) && as_norm_header_state(j, AS_HDR_PREFIX) == AS_HDR_RAW)
+        as_problem(&probs, x->path, ln, "request header carries session prefix messages; tokenize each as \"{{messagePrefix}}\" (scrub --fixture)");
+}
+
+// The committed-fixture rules of body record ln (type ty, a string).
+static void fx_content(fxscan *x, const as_json *j, int ty, long ln)
+{
+    int data = as_json_get(j, 0, "data");
+    if (data < 0 || j->t[data].type != AS_JOBJ) return;
+    if (AS_TOK_IS(j, ty, "request/header")) {
+        int h = as_json_get(j, data, "header");
+        if (h >= 0 && j->t[h].type == AS_JOBJ) fx_request_header(x, j, data, h, ln);
+    } else if (AS_TOK_IS(j, ty, "tool/result")) {
+        int err = as_json_get(j, data, "error");
+        if (err >= 0 && j->t[err].type == AS_JOBJ && AS_TOK_IS(j, as_json_get(j, err, "code"), "UNKNOWN_TOOL"))
+            as_problem(&probs, x->path, ln, "tool result reports UNKNOWN_TOOL; a snapshot fixture must not accept an unregistered tool");
+    }
+}
+
+// A line of a session fixture (a line_fn over an fxscan).
+static int fx_line(void *ctx, const char *line, size_t len, long ln, int has_lf)
+{
+    fxscan *x = ctx;
+    if (!has_lf) { as_problem(&probs, x->path, ln, "no final newline; end the last record with LF"); x->structural = 1; }
+    if (len && line[len - 1] == '\r') return fx_broken(x, ln, "CR-LF line ending; fixtures use LF only");
+    if (len == 0) return fx_broken(x, ln, "blank line; a fixture holds one JSON record per line");
+    if (as_json_parse(&x->j, line, len) < 0) {
+        as_problem(&probs, x->path, ln, "invalid JSON at column %ld: %s", as_json_errcol(&x->j), x->j.err);
+        x->structural = 1;
+        return FX_STOP;
+    }
+    int ty = as_json_get(&x->j, 0, "type");
+    if (ln == 1) {
+        if (AS_TOK_IS(&x->j, ty, "session")) { x->info->ok = 1; return FX_NEXT; }
+        as_problem(&probs, x->path, 1, "line 1 is not a session header ({\"type\":\"session\",...}); a session fixture starts with one");
+        return FX_DROP;
+    }
+    if (ty < 0 || x->j.t[ty].type != AS_JSTR)
+        return fx_broken(x, ln, "not a JSON object with a string \"type\"; every record needs one");
+    if (!x->envelope && has_envelope(&x->j)) x->envelope = ln;
+    if (x->what & FX_CONTENT) fx_content(x, &x->j, ty, ln);
+    return FX_NEXT;
+}
+
+// Whole-file layout of a fixture whose lines all read: projected and canonical.
+static void fx_layout(const fxscan *x)
+{
+    if (x->envelope) {
+        as_problem(&probs, x->path, x->envelope, "not projected: the record keeps its seq/time envelope; rewrite the fixture with jsonl-project");
+        return;
+    }
+    long bad = 0;
+    int r = as_sess_check_soft(x->path, &bad);   // 2: malformed, the decoder said why
+    if (r == 1)
+        as_problem(&probs, x->path, bad, "not in the canonical packed layout from this line on; rewrite the fixture with jsonl-pack");
+    else if (r == 2)
+        probs.count++;
 }
 
 // Checks one session log file. FX_LAYOUT: a header line, one JSON object per
@@ -94,95 +164,20 @@ static int tokeq(const as_json *j, int tok, const char *lit)
 static void check_fixture(const char *path, unsigned what, fxinfo *info)
 {
     static as_buf b;
-    static as_json j;
+    static fxscan x;
     memset(info, 0, sizeof *info);
-    if (slurp(path, &b) < 0) as_die_sys("read %s", path);
-    const char *s = b.p ? b.p : "";
-    size_t n = b.n;
-    if (n >= 4 && !memcmp(s, "\x28\xb5\x2f\xfd", 4)) {
-        problem(path, 0, "zstd-compressed; committed session fixtures are plain JSONL (decompress it with jsonl-project)");
+    if (as_read_raw(path, &b) < 0) as_die_sys("read %s", path);
+    if (b.n >= 4 && !memcmp(b.p, "\x28\xb5\x2f\xfd", 4)) {
+        as_problem(&probs, path, 0, "zstd-compressed; committed session fixtures are plain JSONL (decompress it with jsonl-project)");
         return;
     }
-    if (n == 0) { problem(path, 0, "empty file; a session fixture starts with a session header line"); return; }
-    int structural = 0;
-    long envelope = 0;
-    long ln = 0;
-    for (size_t pos = 0; pos < n;) {
-        const char *nl = memchr(s + pos, '\n', n - pos);
-        size_t end = nl ? (size_t)(nl - s) : n;
-        const char *line = s + pos;
-        size_t len = end - pos;
-        ln++;
-        pos = nl ? end + 1 : n;
-        if (!nl) { problem(path, ln, "no final newline; end the last record with LF"); structural = 1; }
-        if (len && line[len - 1] == '\r') { problem(path, ln, "CR-LF line ending; fixtures use LF only"); structural = 1; break; }
-        if (len == 0) { problem(path, ln, "blank line; a fixture holds one JSON record per line"); structural = 1; break; }
-        if (as_json_parse(&j, line, len) < 0) {
-            problem(path, ln, "invalid JSON at column %ld: %s", as_json_errcol(&j), j.err);
-            structural = 1;
-            break;
-        }
-        int ty = j.t[0].type == AS_JOBJ ? as_json_get(&j, 0, "type") : -1;
-        if (ln == 1) {
-            if (!tokeq(&j, ty, "session")) {
-                problem(path, 1, "line 1 is not a session header ({\"type\":\"session\",...}); a session fixture starts with one");
-                return;
-            }
-            info->ok = 1;
-            continue;
-        }
-        if (ty < 0 || j.t[ty].type != AS_JSTR) {
-            problem(path, ln, "not a JSON object with a string \"type\"; every record needs one");
-            structural = 1;
-            break;
-        }
-        if (!envelope && (as_json_get(&j, 0, "seq") >= 0 || as_json_get(&j, 0, "time") >= 0
-                          || as_json_get(&j, 0, "seq0") >= 0 || as_json_get(&j, 0, "time0") >= 0))
-            envelope = ln;
-        if (!(what & FX_CONTENT)) continue;
-        int data = as_json_get(&j, 0, "data");
-        if (data < 0 || j.t[data].type != AS_JOBJ) continue;
-        if (as_json_streq(&j, ty, "request/header")) {
-            int h = as_json_get(&j, data, "header");
-            if (h < 0 || j.t[h].type != AS_JOBJ) continue;
-            info->headers++;
-            if (tokeq(&j, as_json_get(&j, data, "reason"), "change")) info->changes++;
-            int sys = as_json_get(&j, h, "system"), tools = as_json_get(&j, h, "tools");
-            if (sys >= 0 && !tokeq(&j, sys, "{{system}}"))
-                problem(path, ln, "request header carries its system prompt; tokenize it as \"{{system}}\" (scrub --fixture) and keep the text in the pin's system-prompt.expected.md");
-            if (tools >= 0 && !tokeq(&j, tools, "{{tools}}"))
-                problem(path, ln, "request header carries its tool schemas; tokenize them as \"{{tools}}\" (scrub --fixture) and keep them in the pin's tool-schemas.expected.json");
-            if (!tokeq(&j, tools, "{{tools}}") && !info->notools_line) info->notools_line = ln;
-            int msgs = as_json_get(&j, h, "messages");
-            if (!(what & FX_PIN) && msgs >= 0 && j.t[msgs].type == AS_JARR) {
-                for (int e = as_json_first(&j, msgs); e >= 0; e = as_json_nextel(&j, e))
-                    if (!tokeq(&j, e, "{{messagePrefix}}")) {
-                        problem(path, ln, "request header carries session prefix messages; tokenize each as \"{{messagePrefix}}\" (scrub --fixture)");
-                        break;
-                    }
-            }
-        } else if (as_json_streq(&j, ty, "tool/result")) {
-            int err = as_json_get(&j, data, "error");
-            if (err >= 0 && j.t[err].type == AS_JOBJ && tokeq(&j, as_json_get(&j, err, "code"), "UNKNOWN_TOOL"))
-                problem(path, ln, "tool result reports UNKNOWN_TOOL; a snapshot fixture must not accept an unregistered tool");
-        }
-    }
-    if (what & FX_CONTENT) {
-        const char *p = s;
-        for (const char *m; (m = memmem(p, n - (size_t)(p - s), "/private{{cwd}}", 15)); p = m + 15)
-            problem(path, as_line_of(s, (size_t)(m - s)), "non-canonical cwd token \"/private{{cwd}}\"; write \"{{cwd}}\"");
-    }
-    if (structural) return;
-    if (envelope) {
-        problem(path, envelope, "not projected: the record keeps its seq/time envelope; rewrite the fixture with jsonl-project");
-        return;
-    }
-    long bad = 0;
-    int r = as_sess_check_soft(path, &bad);   // 2: malformed, the decoder said why
-    if (r == 1)
-        problem(path, bad, "not in the canonical packed layout from this line on; rewrite the fixture with jsonl-pack");
-    else if (r == 2)
-        nproblems++;
+    if (b.n == 0) { as_problem(&probs, path, 0, "empty file; a session fixture starts with a session header line"); return; }
+    x.path = path, x.what = what, x.info = info, x.envelope = 0, x.structural = 0;
+    if (each_line(b.p, b.n, fx_line, &x) == FX_DROP) return;
+    if (what & FX_CONTENT)
+        for (const char *p = b.p, *m; (m = memmem(p, b.n - (size_t)(p - b.p), "/private{{cwd}}", 15)); p = m + 15)
+            as_problem(&probs, path, as_line_of(b.p, (size_t)(m - b.p)), "non-canonical cwd token \"/private{{cwd}}\"; write \"{{cwd}}\"");
+    if (!x.structural) fx_layout(&x);
 }
 
 // ------------------------------------------------------------------ the table
@@ -217,163 +212,210 @@ static int child_index(const char *name, const char *prefix, const char *suffix)
 
 static int starts(const char *s, const char *p) { return !strncmp(s, p, strlen(p)); }
 
-// stdout.expected.jsonl: every line one JSON object.
+// A line of stdout.expected.jsonl (a line_fn; ctx: the path): one JSON object.
+static int stdout_line(void *ctx, const char *line, size_t len, long ln, int has_lf)
+{
+    static as_json j;
+    if (as_json_parse(&j, line, len) < 0) {
+        as_problem(&probs, ctx, ln, "invalid JSON at column %ld: %s; stdout.expected.jsonl holds one normalized ACP frame per line", as_json_errcol(&j), j.err);
+        return 1;
+    }
+    if (j.t[0].type != AS_JOBJ) {
+        as_problem(&probs, ctx, ln, "not a JSON object; stdout.expected.jsonl holds one normalized ACP frame per line");
+        return 1;
+    }
+    return 0;
+}
+
+// stdout.expected.jsonl: every line one JSON object (a lone LF: the empty transcript).
 static void check_stdout(const char *path)
 {
     static as_buf b;
-    static as_json j;
-    if (slurp(path, &b) < 0) as_die_sys("read %s", path);
-    const char *s = b.p ? b.p : "";
-    long ln = 0;
-    for (size_t pos = 0; pos < b.n;) {
-        const char *nl = memchr(s + pos, '\n', b.n - pos);
-        size_t end = nl ? (size_t)(nl - s) : b.n, len = end - pos;
-        const char *line = s + pos;
-        pos = nl ? end + 1 : b.n;
-        ln++;
-        if (len == 0 && b.n == 1) break;   // the empty transcript
-        if (as_json_parse(&j, line, len) < 0) {
-            problem(path, ln, "invalid JSON at column %ld: %s; stdout.expected.jsonl holds one normalized ACP frame per line", as_json_errcol(&j), j.err);
-            return;
-        }
-        if (j.t[0].type != AS_JOBJ) {
-            problem(path, ln, "not a JSON object; stdout.expected.jsonl holds one normalized ACP frame per line");
-            return;
-        }
-    }
+    if (as_read_raw(path, &b) < 0) as_die_sys("read %s", path);
+    if (b.n == 1 && b.p[0] == '\n') return;
+    each_line(b.p, b.n, stdout_line, (void *)path);
 }
 
-// Reads a sidecar; NULL (after a report) when missing or unreadable.
+// Reads a sidecar: 1, or 0 when it does not exist. Dies when it cannot be read.
 static int read_sidecar(const char *path, as_buf *b)
 {
-    if (slurp(path, b) < 0) {
+    if (as_read_raw(path, b) < 0) {
         if (errno != ENOENT) as_die_sys("read %s", path);
         return 0;
     }
     return 1;
 }
 
-static void check_scenario(const char *dir, const as_table *t, scen *sv, size_t i)
+// The files of a scenario directory, as the checks below see them.
+typedef struct {
+    char **names; size_t n;     // its regular files (symbolic links followed), sorted
+    int input, out, primary, override, win;   // input.json, stdout.expected.jsonl, session.jsonl, ...
+    int maxchild;               // highest N of a session.N.jsonl, 0 = none
+    char *childseen;            // [1..maxchild]: session.N.jsonl present
+} inventory;
+
+static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+// Lists the regular files of directory d (named sdir) into iv, sorted for stable output.
+static void list_files(DIR *d, const char *sdir, inventory *iv)
 {
-    scen *S = &sv[i];
+    size_t cap = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        if (e->d_name[0] == '.' && (!e->d_name[1] || (e->d_name[1] == '.' && !e->d_name[2]))) continue;
+        if (e->d_type != DT_REG && e->d_type != DT_LNK && e->d_type != DT_UNKNOWN) continue;
+        char *p = as_path_join(sdir, e->d_name);
+        int reg = e->d_type == DT_REG || as_is_file(p);
+        free(p);
+        if (!reg) continue;
+        if (iv->n == cap) { cap = cap ? 2 * cap : 16; iv->names = as_xrealloc(iv->names, cap * sizeof *iv->names); }
+        iv->names[iv->n++] = as_xstrdup(e->d_name);
+    }
+    if (iv->n) qsort(iv->names, iv->n, sizeof *iv->names, by_name);
+}
+
+static void saw_child(inventory *iv, int ci)
+{
+    if (ci > iv->maxchild) {
+        iv->childseen = as_xrealloc(iv->childseen, (size_t)ci + 1);
+        memset(iv->childseen + iv->maxchild + 1, 0, (size_t)(ci - iv->maxchild));
+        iv->maxchild = ci;
+    }
+    iv->childseen[ci] = 1;
+}
+
+// A sidecar name: 1 (reported when the table gives it no reader), else 0.
+static int take_sidecar(const scen *S, const char *fp, const char *f)
+{
+    const as_scenario *sc = S->sc;
+    int ci;
+    if (!strcmp(f, AS_PROMPT_SIDECAR)) {
+        if (!S->owns_prompt)
+            as_problem(&probs, fp, 0, "stray sidecar: no header pin takes its system prompt from %s; delete it or name %s as the class pin's systemPromptSource", sc->name, sc->name);
+    } else if (!strcmp(f, AS_SCHEMAS_SIDECAR)) {
+        if (!S->owns_schemas)
+            as_problem(&probs, fp, 0, "stray sidecar: no header pin takes its tool schemas from %s; delete it or name %s as the class pin's toolSchemasSource", sc->name, sc->name);
+    } else if ((ci = child_index(f, "system-prompt.", ".expected.md"))) {
+        if (!in_list(sc->childPrompts, sc->nchildPrompts, ci))
+            as_problem(&probs, fp, 0, "stray child sidecar: pinsChildSystemPrompts does not declare child %d; declare it or delete the file", ci);
+    } else if ((ci = child_index(f, "tool-schemas.", ".expected.json"))) {
+        if (!in_list(sc->childSchemas, sc->nchildSchemas, ci))
+            as_problem(&probs, fp, 0, "stray child sidecar: pinsChildToolSchemas does not declare child %d; declare it or delete the file", ci);
+    } else {
+        return 0;
+    }
+    return 1;
+}
+
+// Files named like a fixture that no fixture name matches.
+static void take_other(inventory *iv, const char *fp, const char *f)
+{
+    int ci;
+    if ((ci = child_index(f, "session.", ".jsonl")))
+        saw_child(iv, ci);
+    else if (starts(f, "session.") && strlen(f) > 6 && !strcmp(f + strlen(f) - 6, ".jsonl"))
+        as_problem(&probs, fp, 0, "invalid child session fixture name; children are session.1.jsonl, session.2.jsonl, ... (rename or delete it)");
+    else if (starts(f, "session.") || starts(f, "stdout.expected.") || starts(f, "replay.override.")
+             || starts(f, "system-prompt.") || starts(f, "tool-schemas."))
+        as_problem(&probs, fp, 0, "stray fixture file the harness does not read (not a fixture name the table declares); rename or delete it");
+}
+
+// One file of the scenario directory: noted when it is a fixture, reported when stray.
+static void take_file(const scen *S, inventory *iv, const char *sdir, const char *f)
+{
+    char *fp = as_path_join(sdir, f);
+    if (!strcmp(f, "input.json")) iv->input = 1;
+    else if (!strcmp(f, "stdout.expected.jsonl")) iv->out = 1;
+    else if (!strcmp(f, "stdout.expected.windows.jsonl")) iv->win = 1;
+    else if (!strcmp(f, "session.jsonl")) iv->primary = 1;
+    else if (!strcmp(f, "replay.override.json")) iv->override = 1;
+    else if (!take_sidecar(S, fp, f)) take_other(iv, fp, f);
+    free(fp);
+}
+// The fixtures every scenario has, and those its row makes present or absent.
+static void report_missing(const as_scenario *sc, const char *sdir, const inventory *iv)
+{
+    if (!iv->input) PROBLEM_IN(sdir, "input.json", "missing; every scenario needs its drive script");
+    if (!iv->out) PROBLEM_IN(sdir, "stdout.expected.jsonl", "missing; every scenario needs its expected stdout");
+    if (!iv->primary)
+        PROBLEM_IN(sdir, "session.jsonl", "missing; every scenario needs its session fixture (header-only when there is no model call)");
+    if (iv->override && !sc->overridden)
+        PROBLEM_IN(sdir, "replay.override.json", "present but the row is not \"overridden\": true, and replay would apply it silently; set overridden or delete it");
+    else if (!iv->override && sc->overridden)
+        PROBLEM_IN(sdir, "replay.override.json", "missing, but the row is \"overridden\": true; add the override or unset overridden");
+    if (iv->win && !sc->pinsNativeWindowsStdout)
+        PROBLEM_IN(sdir, "stdout.expected.windows.jsonl", "stray platform variant: the row does not set pinsNativeWindowsStdout; set it or delete the file");
+    else if (!iv->win && sc->pinsNativeWindowsStdout)
+        PROBLEM_IN(sdir, "stdout.expected.windows.jsonl", "missing, but the row sets pinsNativeWindowsStdout; add the Windows transcript or unset it");
+}
+
+// Child session fixtures are contiguous from 1: returns how many are, after
+// reporting the first gap.
+static int contiguous_children(const char *sdir, const inventory *iv)
+{
+    int nchild = 0;
+    while (nchild < iv->maxchild && iv->childseen[nchild + 1]) nchild++;
+    if (nchild < iv->maxchild) {
+        int next = nchild + 2;
+        while (!iv->childseen[next]) next++;
+        char f[64];
+        snprintf(f, sizeof f, "session.%d.jsonl", next);
+        PROBLEM_IN(sdir, f, "child session fixtures must be contiguous: session.%d.jsonl is missing; renumber the children", nchild + 1);
+    }
+    return nchild;
+}
+
+// The contents of the fixtures present: session logs, stdout, the drive script.
+static void check_contents(scen *S, const char *sdir, const inventory *iv)
+{
+    unsigned what = FX_LAYOUT | FX_CONTENT | (S->sc->pinsHeader ? FX_PIN : 0);
+    char *p;
+    if (iv->primary) {
+        p = as_path_join(sdir, "session.jsonl");
+        check_fixture(p, what, &S->primary);
+        free(p);
+    }
+    for (int c = 1; c <= iv->maxchild; c++) {
+        char f[64];
+        fxinfo fi;
+        snprintf(f, sizeof f, "session.%d.jsonl", c);
+        p = as_path_join(sdir, f);
+        if (as_is_file(p)) check_fixture(p, what, &fi);   // a pin's children keep their prefixes too, as in dsh
+        free(p);
+    }
+    if (iv->out) { p = as_path_join(sdir, "stdout.expected.jsonl"); check_stdout(p); free(p); }
+    if (iv->input) {
+        as_input in;
+        p = as_path_join(sdir, "input.json");
+        as_input_load(p, &in, as_problem_report, &probs);
+        as_input_free(&in);
+        free(p);
+    }
+}
+
+// One row's scenario directory: its files, what is missing or stray, the fixtures.
+static void check_scenario(const char *dir, scen *S)
+{
     const as_scenario *sc = S->sc;
     char *sdir = as_path_join(dir, sc->name);
     DIR *d = opendir(sdir);
     if (!d) {
         if (errno != ENOENT && errno != ENOTDIR) as_die_sys("open directory %s", sdir);
-        problem(sdir, 0, "missing scenario directory for table row %ld; create it (input.json, stdout.expected.jsonl, session.jsonl) or drop the row", sc->line);
+        as_problem(&probs, sdir, 0, "missing scenario directory for table row %ld; create it (input.json, stdout.expected.jsonl, session.jsonl) or drop the row", sc->line);
         free(sdir);
         return;
     }
     S->exists = 1;
-    char **names = NULL;
-    size_t nn = 0, cap = 0;
-    for (struct dirent *e; (e = readdir(d));) {
-        if (e->d_name[0] == '.' && (!e->d_name[1] || (e->d_name[1] == '.' && !e->d_name[2]))) continue;
-        if (e->d_type != DT_REG && e->d_type != DT_LNK && e->d_type != DT_UNKNOWN) continue;
-        char *p = as_path_join(sdir, e->d_name);
-        int reg = e->d_type == DT_REG || is_file(p);
-        free(p);
-        if (!reg) continue;
-        if (nn == cap) { cap = cap ? 2 * cap : 16; names = as_xrealloc(names, cap * sizeof *names); }
-        names[nn++] = as_xstrdup(e->d_name);
-    }
+    inventory iv = {0};
+    list_files(d, sdir, &iv);
     closedir(d);
-    // Sorted for stable output.
-    for (size_t a = 1; a < nn; a++)
-        for (size_t c = a; c > 0 && strcmp(names[c - 1], names[c]) > 0; c--) { char *x = names[c]; names[c] = names[c - 1]; names[c - 1] = x; }
-
-    int has_input = 0, has_stdout = 0, has_primary = 0, has_override = 0, has_win = 0;
-    int maxchild = 0;
-    char *childseen = calloc(1, 1);
-    for (size_t k = 0; k < nn; k++) {
-        const char *f = names[k];
-        char *fp = as_path_join(sdir, f);
-        int ci;
-        if (!strcmp(f, "input.json")) has_input = 1;
-        else if (!strcmp(f, "stdout.expected.jsonl")) has_stdout = 1;
-        else if (!strcmp(f, "stdout.expected.windows.jsonl")) has_win = 1;
-        else if (!strcmp(f, "session.jsonl")) has_primary = 1;
-        else if (!strcmp(f, "replay.override.json")) has_override = 1;
-        else if (!strcmp(f, "system-prompt.expected.md")) {
-            if (!S->owns_prompt)
-                problem(fp, 0, "stray sidecar: no header pin takes its system prompt from %s; delete it or name %s as the class pin's systemPromptSource", sc->name, sc->name);
-        } else if (!strcmp(f, "tool-schemas.expected.json")) {
-            if (!S->owns_schemas)
-                problem(fp, 0, "stray sidecar: no header pin takes its tool schemas from %s; delete it or name %s as the class pin's toolSchemasSource", sc->name, sc->name);
-        } else if ((ci = child_index(f, "system-prompt.", ".expected.md"))) {
-            if (!in_list(sc->childPrompts, sc->nchildPrompts, ci))
-                problem(fp, 0, "stray child sidecar: pinsChildSystemPrompts does not declare child %d; declare it or delete the file", ci);
-        } else if ((ci = child_index(f, "tool-schemas.", ".expected.json"))) {
-            if (!in_list(sc->childSchemas, sc->nchildSchemas, ci))
-                problem(fp, 0, "stray child sidecar: pinsChildToolSchemas does not declare child %d; declare it or delete the file", ci);
-        } else if ((ci = child_index(f, "session.", ".jsonl"))) {
-            if (ci > maxchild) { childseen = as_xrealloc(childseen, (size_t)ci + 1); memset(childseen + maxchild + 1, 0, (size_t)(ci - maxchild)); maxchild = ci; }
-            childseen[ci] = 1;
-        } else if (starts(f, "session.") && strlen(f) > 6 && !strcmp(f + strlen(f) - 6, ".jsonl")) {
-            problem(fp, 0, "invalid child session fixture name; children are session.1.jsonl, session.2.jsonl, ... (rename or delete it)");
-        } else if (starts(f, "session.") || starts(f, "stdout.expected.") || starts(f, "replay.override.")
-                   || starts(f, "system-prompt.") || starts(f, "tool-schemas.")) {
-            problem(fp, 0, "stray fixture file the harness does not read (not a fixture name the table declares); rename or delete it");
-        }
-        free(fp);
-    }
-    char *p;
-    if (!has_input) { p = as_path_join(sdir, "input.json"); problem(p, 0, "missing; every scenario needs its drive script"); free(p); }
-    if (!has_stdout) { p = as_path_join(sdir, "stdout.expected.jsonl"); problem(p, 0, "missing; every scenario needs its expected stdout"); free(p); }
-    if (!has_primary) { p = as_path_join(sdir, "session.jsonl"); problem(p, 0, "missing; every scenario needs its session fixture (header-only when there is no model call)"); free(p); }
-    if (has_override != sc->overridden) {
-        p = as_path_join(sdir, "replay.override.json");
-        if (has_override) problem(p, 0, "present but the row is not \"overridden\": true, and replay would apply it silently; set overridden or delete it");
-        else problem(p, 0, "missing, but the row is \"overridden\": true; add the override or unset overridden");
-        free(p);
-    }
-    if (has_win != sc->pinsNativeWindowsStdout) {
-        p = as_path_join(sdir, "stdout.expected.windows.jsonl");
-        if (has_win) problem(p, 0, "stray platform variant: the row does not set pinsNativeWindowsStdout; set it or delete the file");
-        else problem(p, 0, "missing, but the row sets pinsNativeWindowsStdout; add the Windows transcript or unset it");
-        free(p);
-    }
-    // Children contiguous from 1.
-    int nchild = 0;
-    while (nchild < maxchild && childseen[nchild + 1]) nchild++;
-    if (nchild < maxchild) {
-        int next = nchild + 2;
-        while (!childseen[next]) next++;
-        char f[64];
-        snprintf(f, sizeof f, "session.%d.jsonl", next);
-        p = as_path_join(sdir, f);
-        problem(p, 0, "child session fixtures must be contiguous: session.%d.jsonl is missing; renumber the children", nchild + 1);
-        free(p);
-    }
-    S->nsess = has_primary ? 1 + nchild : 0;
-    free(childseen);
-
-    // Fixture contents.
-    unsigned what = FX_LAYOUT | FX_CONTENT | (sc->pinsHeader ? FX_PIN : 0);
-    if (has_primary) {
-        p = as_path_join(sdir, "session.jsonl");
-        check_fixture(p, what, &S->primary);
-        free(p);
-    }
-    for (int c = 1; c <= maxchild; c++) {
-        char f[64];
-        fxinfo fi;
-        snprintf(f, sizeof f, "session.%d.jsonl", c);
-        p = as_path_join(sdir, f);
-        if (is_file(p)) check_fixture(p, what, &fi);   // a pin's children keep their prefixes too, as in dsh
-        free(p);
-    }
-    if (has_stdout) { p = as_path_join(sdir, "stdout.expected.jsonl"); check_stdout(p); free(p); }
-    if (has_input) {
-        as_input in;
-        p = as_path_join(sdir, "input.json");
-        as_input_load(p, &in, table_report, NULL);
-        as_input_free(&in);
-        free(p);
-    }
-    for (size_t k = 0; k < nn; k++) free(names[k]);
-    free(names);
+    for (size_t k = 0; k < iv.n; k++) take_file(S, &iv, sdir, iv.names[k]);
+    report_missing(sc, sdir, &iv);
+    int nchild = contiguous_children(sdir, &iv);
+    S->nsess = iv.primary ? 1 + nchild : 0;
+    check_contents(S, sdir, &iv);
+    for (size_t k = 0; k < iv.n; k++) free(iv.names[k]);
+    free(iv.names);
+    free(iv.childseen);
     free(sdir);
 }
 
@@ -386,90 +428,128 @@ typedef struct {
     int nsets;                   // schema sets in the schemas sidecar
 } owned;
 
-static void check_owned(const char *dir, scen *sv, owned *ov, size_t n)
+// 1 when b holds nothing but white space.
+static int blank(const as_buf *b) { return b->n == 0 || strspn(b->p, " \t\r\n") == b->n; }
+
+// The prompt sidecar a row owns: present, not blank, LF-terminated.
+static void owner_prompt(const char *dir, const as_scenario *sc, owned *o)
 {
-    for (size_t i = 0; i < n; i++) {
-        scen *S = &sv[i];
-        if (!S->exists) continue;
-        char *sdir = as_path_join(dir, S->sc->name);
-        if (S->owns_prompt) {
-            char *p = as_path_join(sdir, "system-prompt.expected.md");
-            if (!(ov[i].has_prompt = read_sidecar(p, &ov[i].prompt)))
-                problem(p, 0, "missing, but %s owns the system-prompt sidecar of a header pin; write it with sidecar-dedupe from the pin's raw capture", S->sc->name);
-            else if (ov[i].prompt.n == 0 || strspn(ov[i].prompt.p, " \t\r\n") == ov[i].prompt.n)
-                problem(p, 0, "empty; a system-prompt sidecar holds the pinned prompt text (regenerate it with sidecar-dedupe)");
-            else if (ov[i].prompt.p[ov[i].prompt.n - 1] != '\n')
-                problem(p, 0, "no final newline; regenerate it with sidecar-dedupe");
-            else
-                ov[i].prompt_ok = 1;
-            free(p);
-        }
-        if (S->owns_schemas) {
-            char *p = as_path_join(sdir, "tool-schemas.expected.json");
-            int nini = 0;
-            const char *err;
-            if (!(ov[i].has_schemas = read_sidecar(p, &ov[i].schemas)))
-                problem(p, 0, "missing, but %s owns the tool-schema sidecar of a header pin; write it with sidecar-dedupe from the pin's raw capture", S->sc->name);
-            else if ((err = as_schemas_sidecar_check(ov[i].schemas.p, ov[i].schemas.n, &ov[i].nsets, &nini)))
-                problem(p, 0, "%s; regenerate it with sidecar-dedupe", err);
-            else
-                ov[i].schemas_ok = 1;
-            free(p);
-        }
-        free(sdir);
-    }
-    // Each distinct sidecar version committed once.
+    char *p = as_path_join3(dir, sc->name, AS_PROMPT_SIDECAR);
+    if (!(o->has_prompt = read_sidecar(p, &o->prompt)))
+        as_problem(&probs, p, 0, "missing, but %s owns the system-prompt sidecar of a header pin; write it with sidecar-dedupe from the pin's raw capture", sc->name);
+    else if (blank(&o->prompt))
+        as_problem(&probs, p, 0, "empty; a system-prompt sidecar holds the pinned prompt text (regenerate it with sidecar-dedupe)");
+    else if (o->prompt.p[o->prompt.n - 1] != '\n')
+        as_problem(&probs, p, 0, "no final newline; regenerate it with sidecar-dedupe");
+    else
+        o->prompt_ok = 1;
+    free(p);
+}
+
+// The tool-schema sidecar a row owns: present and printed as dsh prints it.
+static void owner_schemas(const char *dir, const as_scenario *sc, owned *o)
+{
+    char *p = as_path_join3(dir, sc->name, AS_SCHEMAS_SIDECAR);
+    int nini = 0;
+    const char *err;
+    if (!(o->has_schemas = read_sidecar(p, &o->schemas)))
+        as_problem(&probs, p, 0, "missing, but %s owns the tool-schema sidecar of a header pin; write it with sidecar-dedupe from the pin's raw capture", sc->name);
+    else if ((err = as_schemas_sidecar_check(o->schemas.p, o->schemas.n, &o->nsets, &nini)))
+        as_problem(&probs, p, 0, "%s; regenerate it with sidecar-dedupe", err);
+    else
+        o->schemas_ok = 1;
+    free(p);
+}
+
+// Each distinct sidecar version is committed once: a later owner's copy of
+// an earlier one's is reported.
+static void same_sidecars(const char *dir, const scen *sv, const owned *ov, size_t n)
+{
     for (size_t i = 0; i < n; i++)
-        for (size_t k = 0; k < i; k++) {
+        for (size_t k = 0; k < i; k++)
             for (int w = 0; w < 2; w++) {
-                as_buf *a = w ? &ov[i].schemas : &ov[i].prompt, *b = w ? &ov[k].schemas : &ov[k].prompt;
+                const as_buf *a = w ? &ov[i].schemas : &ov[i].prompt, *b = w ? &ov[k].schemas : &ov[k].prompt;
                 int ha = w ? ov[i].has_schemas : ov[i].has_prompt, hb = w ? ov[k].has_schemas : ov[k].has_prompt;
                 if (!ha || !hb || a->n != b->n || memcmp(a->p, b->p, a->n)) continue;
-                const char *f = w ? "tool-schemas.expected.json" : "system-prompt.expected.md";
-                char *pi = as_path_join(dir, sv[i].sc->name), *pk = as_path_join(dir, sv[k].sc->name);
-                char *fi = as_path_join(pi, f);
-                problem(fi, 0, "identical to %s/%s; commit it once: name %s as the %s of the pins that use %s, and delete this copy",
-                        pk, f, sv[k].sc->name, w ? "toolSchemasSource" : "systemPromptSource", sv[i].sc->name);
-                free(pi); free(pk); free(fi);
+                const char *f = w ? AS_SCHEMAS_SIDECAR : AS_PROMPT_SIDECAR;
+                char *fi = as_path_join3(dir, sv[i].sc->name, f), *pk = as_path_join(dir, sv[k].sc->name);
+                as_problem(&probs, fi, 0, "identical to %s/%s; commit it once: name %s as the %s of the pins that use %s, and delete this copy",
+                           pk, f, sv[k].sc->name, w ? "toolSchemasSource" : "systemPromptSource", sv[i].sc->name);
+                free(pk);
+                free(fi);
             }
-        }
 }
 
-static void check_pin(const char *dir, scen *sv, owned *ov, size_t i)
+// The sidecars of the rows that own some: read into ov and checked.
+static void check_owned(const char *dir, const scen *sv, owned *ov, size_t n)
 {
-    scen *S = &sv[i];
+    for (size_t i = 0; i < n; i++) {
+        if (!sv[i].exists) continue;
+        if (sv[i].owns_prompt) owner_prompt(dir, sv[i].sc, &ov[i]);
+        if (sv[i].owns_schemas) owner_schemas(dir, sv[i].sc, &ov[i]);
+    }
+    same_sidecars(dir, sv, ov, n);
+}
+
+// A header pin against its fixture: header counts, the tools token, and the
+// section counts of the sidecars it takes.
+static void check_pin(const char *dir, const scen *sv, const owned *ov, size_t i)
+{
+    const scen *S = &sv[i];
     const as_scenario *sc = S->sc;
     if (!S->exists || !S->nsess || !S->primary.ok) return;
-    char *sdir = as_path_join(dir, sc->name), *fx = as_path_join(sdir, "session.jsonl");
+    char *fx = as_path_join3(dir, sc->name, "session.jsonl");
     long H = S->primary.headers, want = 1 + (long)sc->expectedHeaderChanges;
     if (H != want)
-        problem(fx, 0, "the pin carries %ld request headers; a pin carries 1 + expectedHeaderChanges = %ld (fix expectedHeaderChanges or the fixture)", H, want);
+        as_problem(&probs, fx, 0, "the pin carries %ld request headers; a pin carries 1 + expectedHeaderChanges = %ld (fix expectedHeaderChanges or the fixture)", H, want);
     if (S->primary.changes != sc->expectedHeaderChanges)
-        problem(fx, 0, "the pin carries %ld changed request headers (reason \"change\"), but the row declares expectedHeaderChanges = %lld",
-                S->primary.changes, (long long)sc->expectedHeaderChanges);
+        as_problem(&probs, fx, 0, "the pin carries %ld changed request headers (reason \"change\"), but the row declares expectedHeaderChanges = %lld",
+                   S->primary.changes, (long long)sc->expectedHeaderChanges);
     if (S->primary.notools_line && H > 0)
-        problem(fx, S->primary.notools_line, "the pin's request header has no \"tools\": \"{{tools}}\" to restore its sidecar schemas into");
+        as_problem(&probs, fx, S->primary.notools_line, "the pin's request header has no \"tools\": \"{{tools}}\" to restore its sidecar schemas into");
+    free(fx);
     int ss = S->schema_src, ps = S->prompt_src;
     if (ss >= 0 && ov[ss].schemas_ok && H > 0 && ov[ss].nsets != H) {
-        char *o = as_path_join(dir, sv[ss].sc->name), *f = as_path_join(o, "tool-schemas.expected.json");
-        problem(f, 0, "holds %d tool-schema sets, but %s/session.jsonl has %ld request headers; regenerate it with sidecar-dedupe", ov[ss].nsets, sc->name, H);
-        free(o); free(f);
+        char *f = as_path_join3(dir, sv[ss].sc->name, AS_SCHEMAS_SIDECAR);
+        as_problem(&probs, f, 0, "holds %d tool-schema sets, but %s/session.jsonl has %ld request headers; regenerate it with sidecar-dedupe", ov[ss].nsets, sc->name, H);
+        free(f);
     }
-    if (ps >= 0 && ov[ps].prompt_ok && H > 0) {
-        int np = 1 + as_prompt_sidecar_changes(ov[ps].prompt.p, ov[ps].prompt.n);
-        if (np != H) {
-            char *o = as_path_join(dir, sv[ps].sc->name), *f = as_path_join(o, "system-prompt.expected.md");
-            problem(f, 0, "holds %d prompt sections, but %s/session.jsonl has %ld request headers; regenerate it with sidecar-dedupe", np, sc->name, H);
-            free(o); free(f);
-        }
+    int np = ps >= 0 && ov[ps].prompt_ok ? 1 + as_prompt_sidecar_changes(ov[ps].prompt.p, ov[ps].prompt.n) : 0;
+    if (np && H > 0 && np != H) {
+        char *f = as_path_join3(dir, sv[ps].sc->name, AS_PROMPT_SIDECAR);
+        as_problem(&probs, f, 0, "holds %d prompt sections, but %s/session.jsonl has %ld request headers; regenerate it with sidecar-dedupe", np, sc->name, H);
+        free(f);
     }
-    free(fx);
-    free(sdir);
 }
 
-static void check_children(const char *dir, scen *sv, owned *ov, size_t i)
+// Child c's sidecar p (schemas when w, else prompt), read into b. cp: the
+// class pin's prompt sidecar, when there is one.
+static void child_sidecar(const char *p, int w, int c, const char *field, const owned *cp, as_buf *b)
 {
-    scen *S = &sv[i];
+    if (!read_sidecar(p, b)) {
+        as_problem(&probs, p, 0, "missing, but %s declares child %d; record the scenario (or run sidecar-dedupe) to write it, or drop %d from %s", field, c, c, field);
+    } else if (w) {
+        int nsets, nini;
+        const char *err = as_schemas_sidecar_check(b->p, b->n, &nsets, &nini);
+        if (err) as_problem(&probs, p, 0, "%s; regenerate it with sidecar-dedupe", err);
+        else if (nini == 0) as_problem(&probs, p, 0, "pins no schema (\"initial\" is empty); regenerate it with sidecar-dedupe");
+        // A child schema sidecar equal to the class pin's is legitimate:
+        // dsh's record run writes exactly that for the corpus' rec-child.
+        // Only a child prompt must differ (dsh's assertChildSystemPromptSnapshot).
+    } else if (blank(b)) {
+        as_problem(&probs, p, 0, "empty; a child prompt sidecar holds the child's prompt text");
+    } else if (b->p[b->n - 1] != '\n') {
+        as_problem(&probs, p, 0, "no final newline; regenerate it with sidecar-dedupe");
+    } else if (cp && cp->has_prompt && as_prompt_sidecar_initial(cp->prompt.p, cp->prompt.n) == b->n
+               && !memcmp(cp->prompt.p, b->p, b->n)) {
+        as_problem(&probs, p, 0, "identical to its class pin's system prompt; drop %d from %s and delete it", c, field);
+    }
+}
+
+// The child sidecars a row declares (pinsChildSystemPrompts, pinsChildToolSchemas).
+static void check_children(const char *dir, const scen *sv, const owned *ov, size_t i)
+{
+    const scen *S = &sv[i];
     const as_scenario *sc = S->sc;
     if (!S->exists) return;
     char *sdir = as_path_join(dir, sc->name);
@@ -484,26 +564,10 @@ static void check_children(const char *dir, scen *sv, owned *ov, size_t i)
             int c = v[k];
             char f[64];
             if (S->nsess && c >= S->nsess)
-                problem(sdir, 0, "%s names child %d, but there is no session.%d.jsonl; drop %d from %s", field, c, c, c, field);
-            snprintf(f, sizeof f, w ? "tool-schemas.%d.expected.json" : "system-prompt.%d.expected.md", c);
+                as_problem(&probs, sdir, 0, "%s names child %d, but there is no session.%d.jsonl; drop %d from %s", field, c, c, c, field);
+            snprintf(f, sizeof f, w ? AS_CHILD_SCHEMAS_SIDECAR : AS_CHILD_PROMPT_SIDECAR, c);
             char *p = as_path_join(sdir, f);
-            if (!read_sidecar(p, &b)) {
-                problem(p, 0, "missing, but %s declares child %d; record the scenario (or run sidecar-dedupe) to write it, or drop %d from %s", field, c, c, field);
-            } else if (w) {
-                int nsets, nini;
-                const char *err = as_schemas_sidecar_check(b.p, b.n, &nsets, &nini);
-                if (err) problem(p, 0, "%s; regenerate it with sidecar-dedupe", err);
-                else if (nini == 0) problem(p, 0, "pins no schema (\"initial\" is empty); regenerate it with sidecar-dedupe");
-                // A child schema sidecar equal to the class pin's is legitimate:
-                // dsh's record run writes exactly that for the corpus' rec-child.
-                // Only a child prompt must differ (dsh's assertChildSystemPromptSnapshot).
-            } else {
-                if (b.n == 0 || strspn(b.p, " \t\r\n") == b.n) problem(p, 0, "empty; a child prompt sidecar holds the child's prompt text");
-                else if (b.p[b.n - 1] != '\n') problem(p, 0, "no final newline; regenerate it with sidecar-dedupe");
-                else if (cp && cp->has_prompt && as_prompt_sidecar_initial(cp->prompt.p, cp->prompt.n) == b.n
-                         && !memcmp(cp->prompt.p, b.p, b.n))
-                    problem(p, 0, "identical to its class pin's system prompt; drop %d from %s and delete it", c, field);
-            }
+            child_sidecar(p, w, c, field, cp, &b);
             free(p);
         }
     }
@@ -513,19 +577,26 @@ static void check_children(const char *dir, scen *sv, owned *ov, size_t i)
 
 // ------------------------------------------------------------------ one DIR
 
-static char *strip_slashes(const char *d)
+// Calls fn(dir, name, ctx) for each entry of directory dir but . and .., in
+// alphabetical order. Dies when dir cannot be read.
+static void each_entry(const char *dir, void (*fn)(const char *dir, const char *name, void *ctx), void *ctx)
 {
-    char *s = as_xstrdup(d);
-    size_t n = strlen(s);
-    while (n > 1 && s[n - 1] == '/') s[--n] = 0;
-    return s;
+    struct dirent **ents;
+    int ne = scandir(dir, &ents, NULL, alphasort);
+    if (ne < 0) as_die_sys("open directory %s", dir);
+    for (int k = 0; k < ne; k++) {
+        const char *nm = ents[k]->d_name;
+        if (strcmp(nm, ".") && strcmp(nm, "..")) fn(dir, nm, ctx);
+        free(ents[k]);
+    }
+    free(ents);
 }
 
 // Table-level pin rules (common/table.c), copied into the per-row state.
 static void check_classes(const as_table *t, scen *sv)
 {
     as_pinrole *r = as_xmalloc((t->n + 1) * sizeof *r);
-    as_table_pins(t, r, table_report, NULL);
+    as_table_pins(t, r, as_problem_report, &probs);
     for (size_t i = 0; i < t->n; i++) {
         sv[i].sc = &t->v[i];
         sv[i].pin_idx = r[i].pin;
@@ -537,7 +608,7 @@ static void check_classes(const as_table *t, scen *sv)
     free(r);
 }
 
-static void list_dir(const char *dir, const as_table *t, scen *sv)
+static void list_dir(const as_table *t, scen *sv)
 {
     as_out *o = as_out_stdout(0);
     as_buf b = {0};
@@ -562,129 +633,90 @@ static void list_dir(const char *dir, const as_table *t, scen *sv)
     as_buf_free(&b);
 }
 
+// An entry of a snapshots directory: a directory no row names is an orphan.
+static void orphan_entry(const char *dir, const char *name, void *table)
+{
+    if (as_table_find(table, name)) return;
+    char *p = as_path_join(dir, name);
+    if (as_is_dir(p))
+        as_problem(&probs, p, 0, "orphaned scenario directory: no row of scenarios.jsonl names it; register it or delete it");
+    free(p);
+}
+
+// Every check of a snapshots directory against its table, in message order.
+static void check_dir(const char *dir, const as_table *t, scen *sv)
+{
+    owned *ov = calloc(t->n + 1, sizeof *ov);
+    if (!ov) as_die(AS_TROUBLE, "out of memory");
+    each_entry(dir, orphan_entry, (void *)t);
+    for (size_t i = 0; i < t->n; i++) check_scenario(dir, &sv[i]);
+    check_owned(dir, sv, ov, t->n);
+    for (size_t i = 0; i < t->n; i++)
+        if (t->v[i].pinsHeader && sv[i].pin_idx == (int)i) check_pin(dir, sv, ov, i);
+    for (size_t i = 0; i < t->n; i++) check_children(dir, sv, ov, i);
+    for (size_t i = 0; i < t->n; i++) { as_buf_free(&ov[i].prompt); as_buf_free(&ov[i].schemas); }
+    free(ov);
+}
+
 static int guard_dir(const char *arg, void *ctx)
 {
     int listing = *(int *)ctx;
-    char *dir = strip_slashes(arg);
-    struct stat st;
-    if (stat(dir, &st) < 0) as_die_sys("open directory %s", dir);
-    if (!S_ISDIR(st.st_mode)) as_die_at(dir, 0, 0, "not a directory");
+    char *dir = as_dir_arg(arg);
     char *tpath = as_path_join(dir, "scenarios.jsonl");
     if (access(tpath, R_OK) < 0) as_die_sys("read the scenario table %s", tpath);
-    long before = nproblems;
+    long before = probs.count;
     as_table t;
-    as_table_load(tpath, &t, table_report, NULL);
+    as_table_load(tpath, &t, as_problem_report, &probs);
     scen *sv = calloc(t.n + 1, sizeof *sv);
-    owned *ov = calloc(t.n + 1, sizeof *ov);
-    if (!sv || !ov) as_die(AS_TROUBLE, "out of memory");
-    quiet = listing;
+    if (!sv) as_die(AS_TROUBLE, "out of memory");
+    probs.quiet = listing;
     check_classes(&t, sv);
-    quiet = 0;
-    if (listing) {
-        list_dir(dir, &t, sv);
-    } else {
-        // Orphans: directories without a row.
-        struct dirent **ents;
-        int ne = scandir(dir, &ents, NULL, alphasort);
-        if (ne < 0) as_die_sys("open directory %s", dir);
-        for (int k = 0; k < ne; k++) {
-            const char *nm = ents[k]->d_name;
-            if (strcmp(nm, ".") && strcmp(nm, "..") && !as_table_find(&t, nm)) {
-                char *p = as_path_join(dir, nm);
-                struct stat es;
-                if (stat(p, &es) == 0 && S_ISDIR(es.st_mode))
-                    problem(p, 0, "orphaned scenario directory: no row of scenarios.jsonl names it; register it or delete it");
-                free(p);
-            }
-            free(ents[k]);
-        }
-        free(ents);
-        for (size_t i = 0; i < t.n; i++) check_scenario(dir, &t, sv, i);
-        check_owned(dir, sv, ov, t.n);
-        for (size_t i = 0; i < t.n; i++)
-            if (t.v[i].pinsHeader && sv[i].pin_idx == (int)i) check_pin(dir, sv, ov, i);
-        for (size_t i = 0; i < t.n; i++) check_children(dir, sv, ov, i);
-    }
-    for (size_t i = 0; i < t.n; i++) { as_buf_free(&ov[i].prompt); as_buf_free(&ov[i].schemas); }
-    free(ov);
+    probs.quiet = 0;
+    if (listing) list_dir(&t, sv);
+    else check_dir(dir, &t, sv);
     free(sv);
     as_table_free(&t);
     free(tpath);
     free(dir);
-    return nproblems > before ? AS_NO : AS_OK;
+    return probs.count > before ? AS_NO : AS_OK;
 }
 
 // ------------------------------------------------------------------ discover
 
-static int is_session_log(const char *path)
+// A .jsonl file met by --discover: a session log has the layout of a fixture.
+static void discover_file(const char *path)
 {
-    as_buf b = {0};
-    as_json j = {0};
-    int r = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) as_die_sys("read %s", path);
-    char head[4];
-    ssize_t got = read(fd, head, 4);
-    close(fd);
-    if (got == 4 && !memcmp(head, "\x28\xb5\x2f\xfd", 4)) {
-        as_in *in = as_in_open(path);
-        const char *l;
-        size_t n;
-        if (as_in_line(in, &l, &n)) as_buf_put(&b, l, n);
-        as_in_close(in);
-    } else {
-        FILE *f = fopen(path, "r");
-        if (!f) as_die_sys("read %s", path);
-        char *line = NULL;
-        size_t cap = 0;
-        ssize_t n = getline(&line, &cap, f);
-        if (n > 0) as_buf_put(&b, line, (size_t)n);
-        free(line);
-        fclose(f);
-    }
-    if (b.n && as_json_parse(&j, b.p, b.n) == 0 && j.t[0].type == AS_JOBJ)
-        r = tokeq(&j, as_json_get(&j, 0, "type"), "session") ? 1 + (got == 4 && !memcmp(head, "\x28\xb5\x2f\xfd", 4)) : 0;
-    as_buf_free(&b);
-    as_json_free(&j);
-    return r;
+    int kind = as_is_session_log(path);
+    fxinfo fi;
+    if (kind < 0) as_die_sys("read %s", path);
+    if (kind == 2) as_problem(&probs, path, 0, "zstd-compressed session log; a committed log is plain JSONL (decompress it with jsonl-project)");
+    else if (kind == 1) check_fixture(path, FX_LAYOUT, &fi);
 }
 
-static void walk(const char *dir)
+static void walk(const char *dir);
+
+// An entry of the tree: hidden ones and node_modules are passed over, links not followed.
+static void walk_entry(const char *dir, const char *name, void *ctx)
 {
-    struct dirent **ents;
-    int ne = scandir(dir, &ents, NULL, alphasort);
-    if (ne < 0) as_die_sys("open directory %s", dir);
-    for (int k = 0; k < ne; k++) {
-        const char *nm = ents[k]->d_name;
-        if (nm[0] != '.' && strcmp(nm, "node_modules")) {
-            char *p = strcmp(dir, ".") ? as_path_join(dir, nm) : as_xstrdup(nm);
-            struct stat st;
-            if (lstat(p, &st) == 0) {
-                if (S_ISDIR(st.st_mode)) walk(p);
-                else if (S_ISREG(st.st_mode) && strlen(nm) > 6 && !strcmp(nm + strlen(nm) - 6, ".jsonl")) {
-                    int kind = is_session_log(p);
-                    fxinfo fi;
-                    if (kind == 2) problem(p, 0, "zstd-compressed session log; a committed log is plain JSONL (decompress it with jsonl-project)");
-                    else if (kind == 1) check_fixture(p, FX_LAYOUT, &fi);
-                }
-            }
-            free(p);
-        }
-        free(ents[k]);
-    }
-    free(ents);
+    if (name[0] == '.' || !strcmp(name, "node_modules")) return;
+    char *p = strcmp(dir, ".") ? as_path_join(dir, name) : as_xstrdup(name);
+    size_t n = strlen(name);
+    struct stat st;
+    int known = lstat(p, &st) == 0;
+    if (known && S_ISDIR(st.st_mode)) walk(p);
+    else if (known && S_ISREG(st.st_mode) && n > 6 && !strcmp(name + n - 6, ".jsonl")) discover_file(p);
+    free(p);
 }
+
+static void walk(const char *dir) { each_entry(dir, walk_entry, NULL); }
 
 static int discover(const char *arg, void *ctx)
 {
-    long before = nproblems;
-    char *root = strip_slashes(arg);
-    struct stat st;
-    if (stat(root, &st) < 0) as_die_sys("open directory %s", root);
-    if (!S_ISDIR(st.st_mode)) as_die_at(root, 0, 0, "not a directory");
+    long before = probs.count;
+    char *root = as_dir_arg(arg);
     walk(root);
     free(root);
-    return nproblems > before ? AS_NO : AS_OK;
+    return probs.count > before ? AS_NO : AS_OK;
 }
 
 int main(int argc, char **argv)

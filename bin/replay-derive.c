@@ -1,4 +1,4 @@
-// replay-derive - the replay script of a session log (DESIGN.md §4).
+// replay-derive - the replay script of a session log (acpsnap-replay(5)).
 #include "acpsnap.h"
 #include "replay.h"
 

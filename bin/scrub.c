@@ -1,4 +1,4 @@
-// scrub - normalization of ACP transcripts and session logs (DESIGN.md §6):
+// scrub - normalization of ACP transcripts and session logs (scrub(1)):
 // the run's volatile values (session ids, the generated cwd, UUIDs, spill
 // paths, times) become stable tokens, so `scrub | diff` shows what changed.
 #include "acpsnap.h"

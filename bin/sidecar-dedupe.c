@@ -1,7 +1,7 @@
 // sidecar-dedupe - extract the request-header sequence of a scenario's raw
 // capture into its header pin's sidecars, byte-identical to dsh, once per
 // distinct version; or check committed sidecars against the table and the
-// raw captures (DESIGN.md §5.3).
+// raw captures (acpsnap-scenarios(5)).
 #include "acpsnap.h"
 #include "norm.h"
 #include "sidecar.h"
@@ -32,30 +32,7 @@ static const char USAGE[] =
     "  -h, --help         this text\n"
     "  -V, --version      version\n";
 
-static long nproblems;
-
-static void problem(const char *file, long line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void problem(const char *file, long line, const char *fmt, ...)
-{
-    char msg[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    as_warn_at(file, line, 0, "%s", msg);
-    nproblems++;
-}
-
-static void table_report(void *ctx, const char *file, long line, const char *msg)
-{
-    problem(file, line, "%s", msg);
-}
-
-static int exists(const char *p)
-{
-    struct stat st;
-    return stat(p, &st) == 0;
-}
+static as_problems probs;
 
 // -------------------------------------------------------------- extraction
 
@@ -169,7 +146,7 @@ static void format_schemas(const seq *q, as_buf *out)
 static void load_context(as_norm *n, const char *rawdir, const char *primary)
 {
     char *rj = rawdir ? as_path_join(rawdir, "run.json") : NULL;
-    if (rj && exists(rj)) {
+    if (rj && as_is_file(rj)) {
         as_norm_load_file(n, rj);
     } else {
         as_in *in = as_in_open(primary);
@@ -208,22 +185,27 @@ static void claim_put(run *r, claim *c, int owner, int claimant, const as_buf *t
     }
     if (c->diverged || (c->text.n == text->n && !memcmp(c->text.p, text->p, text->n))) return;
     c->diverged = 1;
-    char *o = as_path_join(r->dir, r->t.v[owner].name), *f = as_path_join(o, file);
-    problem(f, 0, "pins %s and %s generate different bytes for this shared sidecar; give one of them its own source",
-            r->t.v[c->claimant].name, r->t.v[claimant].name);
-    free(o);
+    char *f = as_path_join3(r->dir, r->t.v[owner].name, file);
+    as_problem(&probs, f, 0, "pins %s and %s generate different bytes for this shared sidecar; give one of them its own source",
+               r->t.v[c->claimant].name, r->t.v[claimant].name);
     free(f);
+}
+
+// 1 when path is a regular file holding exactly text.
+static int holds(const char *path, const as_buf *text)
+{
+    as_buf old = {0};
+    if (!as_is_file(path)) return 0;
+    as_read_file(path, &old);
+    int same = old.n == text->n && !memcmp(old.p, text->p, text->n);
+    as_buf_free(&old);
+    return same;
 }
 
 // Writes text to path unless it already holds exactly those bytes.
 static void write_if_changed(const char *path, const as_buf *text)
 {
-    as_buf old = {0};
-    if (exists(path)) {
-        as_read_file(path, &old);
-        if (old.n == text->n && !memcmp(old.p, text->p, text->n)) { as_buf_free(&old); return; }
-    }
-    as_buf_free(&old);
+    if (holds(path, text)) return;
     as_out *o = as_out_atomic(path, 0);
     as_out_write(o, text->p, text->n);
     as_out_commit(o);
@@ -232,26 +214,79 @@ static void write_if_changed(const char *path, const as_buf *text)
 // Compares text with the committed file; reports a difference (check mode).
 static void compare_committed(const char *path, const as_buf *text, const char *who, const char *rawdir)
 {
-    as_buf old = {0};
-    if (!exists(path)) { as_buf_free(&old); return; }   // presence is reported by the ownership pass
-    as_read_file(path, &old);
-    if (old.n != text->n || memcmp(old.p, text->p, text->n))
-        problem(path, 0, "differs from what %s generates from its raw capture %s; regenerate it with sidecar-dedupe", who, rawdir);
-    as_buf_free(&old);
+    if (!as_is_file(path)) return;   // presence is reported by the ownership pass
+    if (!holds(path, text))
+        as_problem(&probs, path, 0, "differs from what %s generates from its raw capture %s; regenerate it with sidecar-dedupe", who, rawdir);
 }
 
 // A pin's generated sidecar for its source `owner`: compared with the
 // committed file in check mode (every claimant), claimed for writing otherwise.
 static void pin_claim(run *r, int owner, size_t pin, const as_buf *text, int schemas, const char *rawdir)
 {
-    const char *file = schemas ? "tool-schemas.expected.json" : "system-prompt.expected.md";
+    const char *file = schemas ? AS_SCHEMAS_SIDECAR : AS_PROMPT_SIDECAR;
     if (r->checking) {
-        char *o = as_path_join(r->dir, r->t.v[owner].name), *f = as_path_join(o, file);
+        char *f = as_path_join3(r->dir, r->t.v[owner].name, file);
         compare_committed(f, text, r->t.v[pin].name, rawdir);
-        free(o); free(f);
+        free(f);
     } else {
         claim_put(r, schemas ? &r->schemas[owner] : &r->prompt[owner], owner, (int)pin, text, file);
     }
+}
+
+// Row i, a header pin: its primary capture's header sequence, claimed for
+// the rows its sidecars come from.
+static void pin_sidecars(run *r, size_t i, const char *primary, const as_norm *n, const char *rawdir)
+{
+    seq q = {0};
+    as_buf text = {0};
+    extract(primary, n, &q);
+    if (q.np == 0) {
+        as_problem(&probs, primary, 0, "no request header with a string system prompt; a pin's capture needs one");
+    } else if (q.ns != q.np) {
+        as_problem(&probs, primary, 0, "%zu request headers carry a system prompt but %zu carry tool schemas; a pin's sequences must match", q.np, q.ns);
+    } else {
+        if (r->roles[i].prompt_src >= 0) {
+            format_prompt(&q, 0, &text);
+            pin_claim(r, r->roles[i].prompt_src, i, &text, 0, rawdir);
+        }
+        if (r->roles[i].schema_src >= 0) {
+            as_buf_reset(&text);
+            format_schemas(&q, &text);
+            pin_claim(r, r->roles[i].schema_src, i, &text, 1, rawdir);
+        }
+    }
+    as_buf_free(&text);
+    seq_free(&q);
+}
+
+// The sidecar of pinned child c (schemas when w, else prompt) of row sc,
+// from the child's raw log: written, or compared in check mode.
+static void child_sidecar(run *r, const as_scenario *sc, int w, int c, const as_norm *n, const char *rawdir)
+{
+    char f[64];
+    snprintf(f, sizeof f, "session.%d.jsonl", c);
+    char *log = as_path_join(rawdir, f);
+    snprintf(f, sizeof f, w ? AS_CHILD_SCHEMAS_SIDECAR : AS_CHILD_PROMPT_SIDECAR, c);
+    char *out = as_path_join3(r->dir, sc->name, f);
+    seq q = {0};
+    as_buf text = {0};
+    if (!as_is_file(log)) {
+        as_problem(&probs, rawdir, 0, "no child log session.%d.jsonl in the raw capture, but %s declares child %d",
+                   c, w ? "pinsChildToolSchemas" : "pinsChildSystemPrompts", c);
+    } else {
+        extract(log, n, &q);
+        if (w ? q.ns == 0 : q.np == 0) {
+            as_problem(&probs, log, 0, "no request header with %s; a pinned child's capture needs one", w ? "tool schemas" : "a system prompt");
+        } else {
+            if (w) format_schemas(&q, &text); else format_prompt(&q, 1, &text);
+            if (r->checking) compare_committed(out, &text, sc->name, rawdir);
+            else write_if_changed(out, &text);
+        }
+    }
+    as_buf_free(&text);
+    seq_free(&q);
+    free(log);
+    free(out);
 }
 
 // One scenario with a raw capture: its pin claims and child sidecars.
@@ -260,161 +295,131 @@ static void do_scenario(run *r, size_t i, int named)
     const as_scenario *sc = &r->t.v[i];
     int pin = r->roles[i].pin == (int)i;
     if (!pin && !sc->nchildPrompts && !sc->nchildSchemas) {
-        if (named) problem(r->t.path, sc->line, "%s: neither a header pin nor a scenario with child pins; it has no sidecars", sc->name);
+        if (named) as_problem(&probs, r->t.path, sc->line, "%s: neither a header pin nor a scenario with child pins; it has no sidecars", sc->name);
         return;
     }
     char *rawdir = as_path_join(r->raw, sc->name), *primary = as_path_join(rawdir, "session.jsonl");
-    if (!exists(primary)) {
-        if (named) problem(rawdir, 0, "no raw capture (session.jsonl) for %s; run the scenario first", sc->name);
-        free(rawdir); free(primary);
-        return;
+    if (!as_is_file(primary)) {
+        if (named) as_problem(&probs, rawdir, 0, "no raw capture (session.jsonl) for %s; run the scenario first", sc->name);
+    } else {
+        as_norm *n = as_norm_new();
+        load_context(n, rawdir, primary);
+        if (pin) pin_sidecars(r, i, primary, n, rawdir);
+        for (size_t k = 0; k < sc->nchildPrompts; k++) child_sidecar(r, sc, 0, sc->childPrompts[k], n, rawdir);
+        for (size_t k = 0; k < sc->nchildSchemas; k++) child_sidecar(r, sc, 1, sc->childSchemas[k], n, rawdir);
+        as_norm_free(n);
     }
-    as_norm *n = as_norm_new();
-    load_context(n, rawdir, primary);
-    char *sdir = as_path_join(r->dir, sc->name);
-    as_buf text = {0};
-    if (pin) {
-        seq q = {0};
-        extract(primary, n, &q);
-        if (q.np == 0) problem(primary, 0, "no request header with a string system prompt; a pin's capture needs one");
-        else if (q.ns != q.np) problem(primary, 0, "%zu request headers carry a system prompt but %zu carry tool schemas; a pin's sequences must match", q.np, q.ns);
-        else {
-            if (r->roles[i].prompt_src >= 0) {
-                format_prompt(&q, 0, &text);
-                pin_claim(r, r->roles[i].prompt_src, i, &text, 0, rawdir);
-            }
-            if (r->roles[i].schema_src >= 0) {
-                as_buf_reset(&text);
-                format_schemas(&q, &text);
-                pin_claim(r, r->roles[i].schema_src, i, &text, 1, rawdir);
-            }
-        }
-        seq_free(&q);
-    }
-    for (int w = 0; w < 2; w++) {
-        const int *v = w ? sc->childSchemas : sc->childPrompts;
-        size_t nv = w ? sc->nchildSchemas : sc->nchildPrompts;
-        for (size_t k = 0; k < nv; k++) {
-            char f[64];
-            snprintf(f, sizeof f, "session.%d.jsonl", v[k]);
-            char *log = as_path_join(rawdir, f);
-            snprintf(f, sizeof f, w ? "tool-schemas.%d.expected.json" : "system-prompt.%d.expected.md", v[k]);
-            char *out = as_path_join(sdir, f);
-            seq q = {0};
-            if (!exists(log)) {
-                problem(rawdir, 0, "no child log session.%d.jsonl in the raw capture, but %s declares child %d",
-                        v[k], w ? "pinsChildToolSchemas" : "pinsChildSystemPrompts", v[k]);
-            } else {
-                extract(log, n, &q);
-                if (w ? q.ns == 0 : q.np == 0) {
-                    problem(log, 0, "no request header with %s; a pinned child's capture needs one", w ? "tool schemas" : "a system prompt");
-                } else {
-                    as_buf_reset(&text);
-                    if (w) format_schemas(&q, &text); else format_prompt(&q, 1, &text);
-                    if (r->checking) compare_committed(out, &text, sc->name, rawdir);
-                    else write_if_changed(out, &text);
-                }
-            }
-            seq_free(&q);
-            free(log);
-            free(out);
-        }
-    }
-    as_buf_free(&text);
-    as_norm_free(n);
-    free(sdir);
     free(rawdir);
     free(primary);
 }
 
-// Check mode: sidecars present exactly at owners, each distinct version once.
-static void check_ownership(run *r)
+static int owns(const run *r, size_t i, int w) { return w ? r->roles[i].owns_schemas : r->roles[i].owns_prompt; }
+
+// Check mode, sidecar file of row i: an earlier owner's committed copy of it
+// (text a) is reported.
+static void same_as_earlier(const run *r, size_t i, const char *file, const char *p, const as_buf *a, int w)
 {
-    as_buf a = {0}, b = {0};
+    as_buf b = {0};
+    for (size_t k = 0; k < i; k++) {
+        if (!owns(r, k, w)) continue;
+        char *kp = as_path_join3(r->dir, r->t.v[k].name, file);
+        if (as_is_file(kp)) {
+            as_buf_reset(&b);
+            as_read_file(kp, &b);
+            if (a->n == b.n && !memcmp(a->p, b.p, a->n))
+                as_problem(&probs, p, 0, "identical to %s; commit it once and point the claimants' %s at %s",
+                           kp, w ? "toolSchemasSource" : "systemPromptSource", r->t.v[k].name);
+        }
+        free(kp);
+    }
+    as_buf_free(&b);
+}
+
+// Check mode: sidecars present exactly at owners, each distinct version once.
+static void check_ownership(const run *r)
+{
+    as_buf a = {0};
     for (int w = 0; w < 2; w++) {
-        const char *file = w ? "tool-schemas.expected.json" : "system-prompt.expected.md";
+        const char *file = w ? AS_SCHEMAS_SIDECAR : AS_PROMPT_SIDECAR;
         for (size_t i = 0; i < r->t.n; i++) {
-            int owns = w ? r->roles[i].owns_schemas : r->roles[i].owns_prompt;
-            char *sdir = as_path_join(r->dir, r->t.v[i].name), *p = as_path_join(sdir, file);
-            int has = exists(p);
-            if (owns && !has && exists(sdir))
-                problem(p, 0, "missing, but %s owns this sidecar of a header pin; write it with sidecar-dedupe", r->t.v[i].name);
-            else if (!owns && has)
-                problem(p, 0, "stray sidecar: no header pin takes its %s from %s; delete it or name %s as a source",
-                        w ? "tool schemas" : "system prompt", r->t.v[i].name, r->t.v[i].name);
-            if (owns && has) {
-                as_read_file(p, &a);
-                for (size_t k = 0; k < i; k++) {
-                    if (!(w ? r->roles[k].owns_schemas : r->roles[k].owns_prompt)) continue;
-                    char *kd = as_path_join(r->dir, r->t.v[k].name), *kp = as_path_join(kd, file);
-                    if (exists(kp)) {
-                        as_buf_reset(&b);
-                        as_read_file(kp, &b);
-                        if (a.n == b.n && !memcmp(a.p, b.p, a.n))
-                            problem(p, 0, "identical to %s; commit it once and point the claimants' %s at %s",
-                                    kp, w ? "toolSchemasSource" : "systemPromptSource", r->t.v[k].name);
-                    }
-                    free(kd); free(kp);
-                }
+            const char *name = r->t.v[i].name;
+            char *sdir = as_path_join(r->dir, name), *p = as_path_join(sdir, file);
+            int has = as_is_file(p);
+            if (owns(r, i, w) && !has && as_is_dir(sdir))
+                as_problem(&probs, p, 0, "missing, but %s owns this sidecar of a header pin; write it with sidecar-dedupe", name);
+            else if (!owns(r, i, w) && has)
+                as_problem(&probs, p, 0, "stray sidecar: no header pin takes its %s from %s; delete it or name %s as a source",
+                           w ? "tool schemas" : "system prompt", name, name);
+            if (owns(r, i, w) && has) {
                 as_buf_reset(&a);
+                as_read_file(p, &a);
+                same_as_earlier(r, i, file, p, &a, w);
             }
-            free(sdir); free(p);
+            free(sdir);
+            free(p);
         }
     }
     as_buf_free(&a);
-    as_buf_free(&b);
+}
+
+// Writes each claimed sidecar version once, at its owner.
+static void write_claims(run *r)
+{
+    for (size_t i = 0; i < r->t.n; i++)
+        for (int w = 0; w < 2; w++) {
+            claim *c = w ? &r->schemas[i] : &r->prompt[i];
+            if (c->claimant < 0 || c->diverged) continue;
+            char *sdir = as_path_join(r->dir, r->t.v[i].name), *p = as_path_join(sdir, w ? AS_SCHEMAS_SIDECAR : AS_PROMPT_SIDECAR);
+            if (as_is_dir(sdir)) write_if_changed(p, &c->text);
+            else as_problem(&probs, sdir, 0, "missing scenario directory; cannot write its sidecar");
+            free(sdir);
+            free(p);
+        }
+}
+
+// Reads the table of r->dir, resolves its pins and sets up the claims.
+static void run_open(run *r, const char *tpath)
+{
+    if (access(tpath, R_OK) < 0) as_die_sys("read the scenario table %s", tpath);
+    as_table_load(tpath, &r->t, as_problem_report, &probs);
+    r->roles = as_xmalloc((r->t.n + 1) * sizeof *r->roles);
+    r->prompt = calloc(r->t.n + 1, sizeof *r->prompt);
+    r->schemas = calloc(r->t.n + 1, sizeof *r->schemas);
+    if (!r->prompt || !r->schemas) as_die(AS_TROUBLE, "out of memory");
+    for (size_t i = 0; i < r->t.n; i++) r->prompt[i].claimant = r->schemas[i].claimant = -1;
+    as_table_pins(&r->t, r->roles, as_problem_report, &probs);
+}
+
+static void run_free(run *r)
+{
+    for (size_t i = 0; i < r->t.n; i++) { as_buf_free(&r->prompt[i].text); as_buf_free(&r->schemas[i].text); }
+    free(r->prompt);
+    free(r->schemas);
+    free(r->roles);
+    as_table_free(&r->t);
 }
 
 static int table_run(const char *dirarg, const char *rawarg, int checking, char **names, int nnames)
 {
-    run r = {0};
-    char *dir = as_xstrdup(dirarg);
-    for (size_t n = strlen(dir); n > 1 && dir[n - 1] == '/';) dir[--n] = 0;
-    struct stat st;
-    if (stat(dir, &st) < 0) as_die_sys("open directory %s", dir);
-    if (!S_ISDIR(st.st_mode)) as_die_at(dir, 0, 0, "not a directory");
+    char *dir = as_dir_arg(dirarg);
     char *raw = rawarg ? as_xstrdup(rawarg) : as_path_join(dir, "../raw");
-    r.dir = dir;
-    r.raw = raw;
-    r.checking = checking;
     char *tpath = as_path_join(dir, "scenarios.jsonl");
-    if (access(tpath, R_OK) < 0) as_die_sys("read the scenario table %s", tpath);
-    as_table_load(tpath, &r.t, table_report, NULL);
-    r.roles = as_xmalloc((r.t.n + 1) * sizeof *r.roles);
-    r.prompt = calloc(r.t.n + 1, sizeof *r.prompt);
-    r.schemas = calloc(r.t.n + 1, sizeof *r.schemas);
-    if (!r.prompt || !r.schemas) as_die(AS_TROUBLE, "out of memory");
-    for (size_t i = 0; i < r.t.n; i++) r.prompt[i].claimant = r.schemas[i].claimant = -1;
-    as_table_pins(&r.t, r.roles, table_report, NULL);
+    run r = {.dir = dir, .raw = raw, .checking = checking};
+    run_open(&r, tpath);
     for (int k = 0; k < nnames; k++)
-        if (!as_table_find(&r.t, names[k])) problem(tpath, 0, "no scenario named \"%s\"", names[k]);
+        if (!as_table_find(&r.t, names[k])) as_problem(&probs, tpath, 0, "no scenario named \"%s\"", names[k]);
     if (checking) check_ownership(&r);
     for (size_t i = 0; i < r.t.n; i++) {
         int named = 0, want = nnames == 0;
         for (int k = 0; k < nnames; k++) if (!strcmp(names[k], r.t.v[i].name)) named = want = 1;
         if (want) do_scenario(&r, i, named);
     }
-    // Owners: write (or compare) each claimed version once.
-    for (size_t i = 0; i < r.t.n; i++) {
-        for (int w = 0; w < 2; w++) {
-            claim *c = w ? &r.schemas[i] : &r.prompt[i];
-            if (c->claimant < 0 || c->diverged) continue;
-            char *sdir = as_path_join(dir, r.t.v[i].name), *p = as_path_join(sdir, w ? "tool-schemas.expected.json" : "system-prompt.expected.md");
-            if (checking) {
-                ;   // compared per claimant in do_scenario
-            } else if (exists(sdir)) {
-                write_if_changed(p, &c->text);
-            } else {
-                problem(sdir, 0, "missing scenario directory; cannot write its sidecar");
-            }
-            free(sdir); free(p);
-        }
-    }
-    for (size_t i = 0; i < r.t.n; i++) { as_buf_free(&r.prompt[i].text); as_buf_free(&r.schemas[i].text); }
-    free(r.prompt); free(r.schemas); free(r.roles);
-    as_table_free(&r.t);
-    free(tpath); free(raw); free(dir);
-    return nproblems ? AS_NO : AS_OK;
+    if (!checking) write_claims(&r);   // in check mode each claimant compared in do_scenario
+    run_free(&r);
+    free(tpath);
+    free(raw);
+    free(dir);
+    return probs.count ? AS_NO : AS_OK;
 }
 
 // ------------------------------------------------------------- single logs

@@ -1,7 +1,8 @@
 // acpsnap.h - the one public header of the acpsnap shared library (common/).
 //
 // Topics, one file each in common/:
-//   err.c      program name, messages, exit codes, checked allocation
+//   err.c      program name, messages, problem tallies, exit codes, checked allocation
+//   path.c     file names: joining, existence and kind tests, directory arguments
 //   buf.c      growable byte buffers
 //   in.c       line reader over files and stdin, zstd detected by magic
 //   out.c      checked buffered writer, plain or zstd frames; atomic file writes
@@ -47,7 +48,6 @@ extern void (*as_die_hook)(int code);
 void *as_xmalloc(size_t n);             // never NULL; dies on exhaustion
 void *as_xrealloc(void *p, size_t n);
 char *as_xstrdup(const char *s);
-char *as_path_join(const char *dir, const char *name);   // "dir/name", caller frees
 // Standard --help / --version handling: prints usage to stdout, exit 0.
 _Noreturn void as_usage_exit(const char *usage, int code);  // code 0: stdout; else stderr "usage: ..." exit code
 _Noreturn void as_version_exit(void);
@@ -55,6 +55,30 @@ _Noreturn void as_version_exit(void);
 // changes of the wall clock, cannot fail; its zero is arbitrary, so the value
 // only means something as a difference (deadlines, intervals, pacing).
 long as_now_ms(void);
+// A problem tally, for tools that report every problem and go on (guards).
+typedef struct {
+    long count;      // problems reported so far
+    int quiet;       // set: problems are neither printed nor counted
+} as_problems;
+// Reports one problem, "prog: file[:line]: message" (line 0 = omitted), and counts it.
+void as_problem(as_problems *p, const char *file, long line, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+// as_problem as an as_report_fn (table.h): ctx is the as_problems.
+void as_problem_report(void *ctx, const char *file, long line, const char *msg);
+
+// ---------------------------------------------------------------- path.c
+char *as_path_join(const char *dir, const char *name);   // "dir/name", caller frees
+char *as_path_join3(const char *dir, const char *name, const char *file);   // "dir/name/file", caller frees
+// 1 when the name path exists, whatever it is, even a dangling symbolic link (lstat).
+int as_path_exists(const char *path);
+// 1 when path leads to a directory (stat: symbolic links followed).
+int as_is_dir(const char *path);
+// 1 when path leads to a regular file (stat: symbolic links followed).
+int as_is_file(const char *path);
+// A directory argument without its trailing slashes (caller frees). Dies
+// "unable to open directory …" when it cannot be reached, "not a directory"
+// when it is something else.
+char *as_dir_arg(const char *arg);
 
 // ---------------------------------------------------------------- buf.c
 typedef struct { char *p; size_t n, cap; } as_buf;   // p is NUL-terminated when non-NULL
@@ -80,26 +104,26 @@ as_in *as_in_open(const char *path);
 int as_in_line(as_in *in, const char **line, size_t *len);
 long as_in_lineno(const as_in *in);     // number of the line last returned (1-based)
 const char *as_in_name(const as_in *in);  // path as given, "<stdin>" for stdin
-int as_in_is_zstd(const as_in *in);     // known after the first as_in_line
-uint64_t as_in_bytes(const as_in *in);  // decoded bytes consumed so far
 void as_in_close(as_in *in);
 // Reads a whole (small) file, zstd or not, into b. Dies on error.
 void as_read_file(const char *path, as_buf *b);
+// Reads the bytes of path as they are (no zstd decoding) into b, replacing
+// its content: 0, or -1 (errno set) when path cannot be opened. Dies on a
+// read error.
+int as_read_raw(const char *path, as_buf *b);
 
 // ---------------------------------------------------------------- out.c
 typedef struct as_out as_out;
 // A writer on fd 1. zstd: write zstd frames with checksums; refuses a terminal.
 as_out *as_out_stdout(int zstd);
 // A writer to path, atomically: writes path's sibling temp file; as_out_commit
-// fsyncs and renames over path; as_out_abort removes the temp file.
+// fsyncs and renames over path.
 as_out *as_out_atomic(const char *path, int zstd);
 void as_out_write(as_out *o, const void *p, size_t n);
 void as_out_line(as_out *o, const void *p, size_t n);   // p then LF
-void as_out_puts(as_out *o, const char *s);
 void as_out_frame(as_out *o);     // zstd: end the current frame (no-op when plain)
 void as_out_close(as_out *o);     // stdout writer: flush, end frame, check close; dies on error
 void as_out_commit(as_out *o);    // atomic writer: finish and rename; dies on error
-void as_out_abort(as_out *o);     // atomic writer: discard
 
 // ---------------------------------------------------------------- json.c
 typedef enum { AS_JNULL, AS_JFALSE, AS_JTRUE, AS_JNUM, AS_JSTR, AS_JARR, AS_JOBJ } as_jtype;
@@ -149,10 +173,18 @@ typedef struct { const char *s; size_t n; } as_key;
 // One pass over object obj: idx[i] = value token of keys[i] or -1 (first
 // occurrence). Returns the member count, or -1 when obj is not an object.
 int as_json_pick(const as_json *j, int obj, const as_key *keys, int n, int *idx);
-// 1 when token tok is a string equal to the literal (a compile-time string).
+// 1 when obj is an object holding exactly the n keys, each once (an extra or
+// a repeated key fails); idx as for as_json_pick, or NULL when n <= 16.
+int as_json_exact(const as_json *j, int obj, const as_key *keys, int n, int *idx);
+#define AS_NKEYS(keys) ((int)(sizeof(keys) / sizeof *(keys)))
+// Appends the bytes of a valid JSON text without its insignificant whitespace.
+void as_json_compact(const char *s, size_t n, as_buf *out);
+// 1 when token tok is a string equal to the literal (a compile-time string);
+// 0 for tok -1 (an absent member).
 #define AS_TOK_IS(j, tok, lit) as_json_tok_is((j), (tok), lit, sizeof(lit) - 1)
 static inline int as_json_tok_is(const as_json *j, int tok, const char *lit, size_t n)
 {
+    if (tok < 0) return 0;
     const as_tok *t = &j->t[tok];
     if (t->type != AS_JSTR) return 0;
     if (t->esc) return as_json_streq(j, tok, lit);
@@ -189,7 +221,7 @@ void as_json_insert_after(const as_json *j, int obj, const char *after,
                           const char *members, size_t mlen, as_buf *out);
 
 // ---------------------------------------------------------------- session.c
-// Session log v0 (DESIGN.md §3). A decoder yields the header, then one event
+// Session log v0 (acpsnap-session(5)). A decoder yields the header, then one event
 // at a time (packed rows expanded, synthetic envelopes for projected input).
 typedef enum { AS_FORM_UNKNOWN = 0, AS_FORM_PERSISTED, AS_FORM_PROJECTED } as_form;
 typedef enum { AS_DELTA_NONE = 0, AS_DELTA_TEXT, AS_DELTA_REASONING, AS_DELTA_TOOL } as_delta;
@@ -211,6 +243,10 @@ typedef struct as_sess as_sess;
 // Opens a session log. Reads and checks line 1 (an object whose "type" is
 // "session"); dies on an empty file, a header-less file or malformed JSON.
 as_sess *as_sess_open(const char *path);
+// Sniffs line 1 of path: 1 when it is a session header, 2 when it is one in
+// a zstd-compressed file, 0 when not (a binary file too); -1 (errno set)
+// when path cannot be opened. Dies on a corrupt zstd frame.
+int as_is_session_log(const char *path);
 void as_sess_header(const as_sess *s, const char **line, size_t *len);  // line 1 bytes
 // The source line of the event last returned (a packed row's whole line).
 void as_sess_line(const as_sess *s, const char **line, size_t *len);
@@ -220,10 +256,7 @@ as_form as_sess_form(const as_sess *s);      // form of the body seen so far
 // malformed packed rows (each class its own message).
 int as_sess_next(as_sess *s, as_event *ev);
 const char *as_sess_name(const as_sess *s);
-as_in *as_sess_in(as_sess *s);
 void as_sess_close(as_sess *s);
-// Classifies an event for packing (exact whitelisted shape), AS_DELTA_NONE if not.
-as_delta as_event_delta(const as_event *ev);
 
 // The packer: canonical packing of an event stream into storage lines.
 // emit(ctx, line, len, srcline) receives each output line (no LF) and the
@@ -243,7 +276,7 @@ void as_event_line(const as_event *ev, int projected, as_buf *out);
 // then the body packed canonically in pack mode `mode` (AS_PACK_*), or, with
 // unpack set, one event per line with its envelope. Dies on malformed input.
 void as_sess_transcode(const char *path, as_out *o, int mode, int unpack);
-// Canonical-layout check of a whole log (DESIGN.md §3.3): 0 when pack(unpack(x))
+// Canonical-layout check of a whole log (acpsnap-session(5)): 0 when pack(unpack(x))
 // reproduces every line, else 1 and *badline = the first line that differs.
 // Dies (exit 2) on malformed input, like the decoder.
 int as_sess_check(const char *path, long *badline);

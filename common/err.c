@@ -1,4 +1,5 @@
-// err.c - program name, house-format messages, exit codes, checked allocation.
+// err.c - program name, house-format messages and problem tallies, exit codes,
+// checked allocation.
 #include "acpsnap.h"
 #include <errno.h>
 #include <stdlib.h>
@@ -40,38 +41,24 @@ static void vmsg(const char *file, long line, long col, const char *fmt, va_list
     fputc('\n', stderr);
 }
 
-void as_die(int code, const char *fmt, ...)
+// The body of every varargs reporter below: the message of fmt and its arguments.
+#define VMSG(file, line, col) do { va_list ap; va_start(ap, fmt); vmsg(file, line, col, fmt, ap); va_end(ap); } while (0)
+
+void as_die(int code, const char *fmt, ...) { VMSG(NULL, 0, 0); leave(code); }
+void as_die_at(const char *file, long line, long col, const char *fmt, ...) { VMSG(file, line, col); leave(AS_TROUBLE); }
+void as_warn_at(const char *file, long line, long col, const char *fmt, ...) { VMSG(file, line, col); }
+void as_warn(const char *fmt, ...) { VMSG(NULL, 0, 0); }
+
+void as_problem(as_problems *p, const char *file, long line, const char *fmt, ...)
 {
-    va_list ap;
-    va_start(ap, fmt);
-    vmsg(NULL, 0, 0, fmt, ap);
-    va_end(ap);
-    leave(code);
+    if (p->quiet) return;
+    VMSG(file, line, 0);
+    p->count++;
 }
 
-void as_die_at(const char *file, long line, long col, const char *fmt, ...)
+void as_problem_report(void *ctx, const char *file, long line, const char *msg)
 {
-    va_list ap;
-    va_start(ap, fmt);
-    vmsg(file, line, col, fmt, ap);
-    va_end(ap);
-    leave(AS_TROUBLE);
-}
-
-void as_warn_at(const char *file, long line, long col, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vmsg(file, line, col, fmt, ap);
-    va_end(ap);
-}
-
-void as_warn(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vmsg(NULL, 0, 0, fmt, ap);
-    va_end(ap);
+    as_problem(ctx, file, line, "%s", msg);
 }
 
 void as_die_sys(const char *fmt, ...)
@@ -105,16 +92,6 @@ char *as_xstrdup(const char *s)
 {
     size_t n = strlen(s) + 1;
     return memcpy(as_xmalloc(n), s, n);
-}
-
-char *as_path_join(const char *dir, const char *name)
-{
-    size_t na = strlen(dir), nb = strlen(name);
-    char *p = as_xmalloc(na + nb + 2);
-    memcpy(p, dir, na);
-    p[na] = '/';
-    memcpy(p + na + 1, name, nb + 1);
-    return p;
 }
 
 void as_usage_exit(const char *usage, int code)

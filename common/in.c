@@ -22,7 +22,6 @@ struct as_in {
     ZSTD_DCtx *dctx;
     as_buf d; size_t dpos; // decoded bytes, read position
     long lineno;
-    uint64_t consumed;
 };
 
 as_in *as_in_open(const char *path)
@@ -129,7 +128,6 @@ int as_in_line(as_in *in, const char **line, size_t *len)
         if (nl) {
             char *s = in->d.p + in->dpos;
             size_t n = (size_t)(nl - s);
-            in->consumed += n + 1;
             in->dpos += n + 1;
             if (n && s[n - 1] == '\r') n--;
             *line = s; *len = n;
@@ -148,7 +146,6 @@ int as_in_line(as_in *in, const char **line, size_t *len)
     if (in->d.n == in->dpos) return 0;
     char *s = in->d.p + in->dpos;
     size_t n = in->d.n - in->dpos;
-    in->consumed += n;
     in->dpos = in->d.n;
     if (n && s[n - 1] == '\r') n--;
     *line = s; *len = n;
@@ -158,8 +155,6 @@ int as_in_line(as_in *in, const char **line, size_t *len)
 
 long as_in_lineno(const as_in *in) { return in->lineno; }
 const char *as_in_name(const as_in *in) { return in->name; }
-int as_in_is_zstd(const as_in *in) { return in->zstd == 1; }
-uint64_t as_in_bytes(const as_in *in) { return in->consumed; }
 
 void as_in_close(as_in *in)
 {
@@ -179,4 +174,22 @@ void as_read_file(const char *path, as_buf *b)
     while (fill(in)) {}
     as_buf_put(b, in->d.p ? in->d.p : "", in->d.n);
     as_in_close(in);
+}
+
+int as_read_raw(const char *path, as_buf *b)
+{
+    as_buf_reset(b);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    for (;;) {
+        as_buf_grow(b, 65536);
+        ssize_t r = read(fd, b->p + b->n, b->cap - b->n - 1);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) as_die_sys("read %s", path);
+        if (r == 0) break;
+        b->n += (size_t)r;
+    }
+    b->p[b->n] = 0;
+    close(fd);
+    return 0;
 }

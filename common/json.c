@@ -124,6 +124,18 @@ static inline __attribute__((always_inline)) int string(as_json *j, size_t p, si
     }
 }
 
+// Records the string token whose quote is s[p]; returns 0 and sets *endp
+// just past its closing quote, or -1.
+static inline __attribute__((always_inline)) int string_token(as_json *j, size_t p, size_t *endp)
+{
+    uint32_t i = push(j, AS_JSTR, p);
+    int esc = 0;
+    if (string(j, p, endp, &esc)) return -1;
+    j->t[i].end = (uint32_t)*endp;
+    j->t[i].esc = (uint8_t)esc;
+    return 0;
+}
+
 static int number(as_json *j, size_t p, size_t *endp)
 {
     const char *s = j->s;
@@ -189,16 +201,9 @@ value:
         if (j->t[i].type == AS_JOBJ) goto key;
         goto value;
     }
-    case '"': {
-        uint32_t i = push(j, AS_JSTR, p);
-        int esc = 0;
-        size_t e;
-        if (string(j, p, &e, &esc)) return -1;
-        j->t[i].end = (uint32_t)e;
-        j->t[i].esc = (uint8_t)esc;
-        p = e;
+    case '"':
+        if (string_token(j, p, &p)) return -1;
         break;
-    }
     case 't': case 'f': case 'n': {
         uint32_t i = push(j, s[p] == 't' ? AS_JTRUE : s[p] == 'f' ? AS_JFALSE : AS_JNULL, p);
         size_t e;
@@ -245,12 +250,8 @@ key:
     if (p >= len) return fail(j, p, "unexpected end of input");
     if (s[p] != '"') return fail(j, p, "expected a string key");
     {
-        uint32_t i = push(j, AS_JSTR, p);
-        int esc = 0;
         size_t e;
-        if (string(j, p, &e, &esc)) return -1;
-        j->t[i].end = (uint32_t)e;
-        j->t[i].esc = (uint8_t)esc;
+        if (string_token(j, p, &e)) return -1;
         j->t[cur].count++;
         p = ws(s, e, len);
         if (p >= len) return fail(j, p, "unexpected end of input");
@@ -363,6 +364,39 @@ int as_json_pick(const as_json *j, int obj, const as_key *keys, int n, int *idx)
         }
     }
     return (int)count;
+}
+
+int as_json_exact(const as_json *j, int obj, const as_key *keys, int n, int *idx)
+{
+    int own[16];
+    if (!idx) {
+        if (n > 16) as_die(AS_TROUBLE, "internal error: as_json_exact over %d keys", n);
+        idx = own;
+    }
+    if (as_json_pick(j, obj, keys, n, idx) != n) return 0;
+    for (int i = 0; i < n; i++)
+        if (idx[i] < 0) return 0;
+    return 1;
+}
+
+void as_json_compact(const char *s, size_t n, as_buf *out)
+{
+    as_buf_grow(out, n);
+    int instr = 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (instr) {
+            out->p[out->n++] = c;
+            if (c == '\\' && i + 1 < n) out->p[out->n++] = s[++i];
+            else if (c == '"') instr = 0;
+        } else if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+            continue;
+        } else {
+            out->p[out->n++] = c;
+            if (c == '"') instr = 1;
+        }
+    }
+    out->p[out->n] = 0;
 }
 
 int as_json_streq(const as_json *j, int tok, const char *lit)

@@ -403,6 +403,66 @@ static const char *find(const char *s, size_t from, size_t n, const char *lit, s
 }
 #define FIND(s, from, n, lit) find(s, from, n, lit, sizeof lit - 1)
 
+// 1 and *at = the offset of the first lit in s[from, n), or 0 when there is none.
+static int next_at(const char *s, size_t n, size_t from, const char *lit, size_t ln, size_t *at)
+{
+    const char *m = find(s, from, n, lit, ln);
+    if (m) *at = (size_t)(m - s);
+    return m != NULL;
+}
+#define NEXT_AT(s, n, from, lit, at) next_at(s, n, from, lit, sizeof lit - 1, at)
+
+// ---------------------------------------------------------------- splicing
+
+// A pass's output: s[0, n) with some spans replaced, written left to right
+// into out. Nothing is written before the first replacement; cur is the
+// first byte of s not yet written (the end of the last replaced span). Each
+// pass_* below is one rule of dsh's scrubString over a splice (see STEP).
+typedef struct { const char *s; size_t n; as_buf *out; size_t cur; int changed; } splice;
+
+// Writes s[cur, from) and passes over s[from, to); the caller writes what
+// stands for it next.
+static void sp_cut(splice *sp, size_t from, size_t to)
+{
+    as_buf_put(sp->out, sp->s + sp->cur, from - sp->cur);
+    sp->cur = to;
+    sp->changed = 1;
+}
+
+// Replaces s[from, to) with rep.
+static void sp_rep(splice *sp, size_t from, size_t to, const char *rep, size_t rn)
+{
+    sp_cut(sp, from, to);
+    as_buf_put(sp->out, rep, rn);
+}
+#define SP_REP(sp, from, to, lit) sp_rep(sp, from, to, lit, sizeof lit - 1)
+
+static void put_slashed(as_buf *out, const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++) as_buf_putc(out, s[i] == '\\' ? '/' : s[i]);
+}
+
+// Replaces s[from, to) with itself, backslashes turned into '/'.
+static void sp_slash(splice *sp, size_t from, size_t to)
+{
+    sp_cut(sp, from, to);
+    put_slashed(sp->out, sp->s + from, to - from);
+}
+
+// Writes what is left of s after cur.
+static void sp_rest(splice *sp)
+{
+    as_buf_put(sp->out, sp->s + sp->cur, sp->n - sp->cur);
+    sp->cur = sp->n;
+}
+
+// Ends a pass: the rest written when anything was replaced; 1 then, else 0.
+static int sp_end(splice *sp)
+{
+    if (sp->changed) sp_rest(sp);
+    return sp->changed;
+}
+
 // ---------------------------------------------------------------- cwd spellings
 
 // dsh FILE_URI_PATH_PREFIX_RE: s[0..start) ends with file:// or file:///
@@ -434,59 +494,30 @@ static int cwd_match(const char *s, size_t n, size_t start, size_t len)
 }
 
 // One spelling → {{cwd}} at path boundaries; a non-boundary occurrence is skipped whole.
-static int pass_spelling(const char *s, size_t n, const str *sp, as_buf *out)
+static void pass_spelling(splice *sp, const str *w)
 {
-    const char *m = find(s, 0, n, sp->p, sp->n);
-    if (!m) return 0;
-    size_t cur = 0;
-    int changed = 0;
-    while (m) {
-        size_t start = (size_t)(m - s), end = start + sp->n;
-        if (cwd_match(s, n, start, sp->n)) {
-            as_buf_put(out, s + cur, start - cur);
-            as_buf_put(out, CWD_TOK, sizeof CWD_TOK - 1);
-            changed = 1;
-        } else {
-            as_buf_put(out, s + cur, end - cur);
-        }
-        cur = end;
-        m = find(s, cur, n, sp->p, sp->n);
+    const char *s = sp->s;
+    size_t n = sp->n, from = 0;
+    for (size_t start; next_at(s, n, from, w->p, w->n, &start);) {
+        from = start + w->n;
+        if (cwd_match(s, n, start, w->n)) SP_REP(sp, start, from, CWD_TOK);
     }
-    as_buf_put(out, s + cur, n - cur);
-    return changed;
 }
 
 // Literal split/join: every occurrence of lit → rep.
-static int pass_literal(const char *s, size_t n, const char *lit, size_t ln, const char *rep, size_t rn, as_buf *out)
+static void pass_literal(splice *sp, const char *lit, size_t ln, const char *rep, size_t rn)
 {
-    const char *m = find(s, 0, n, lit, ln);
-    if (!m) return 0;
-    size_t cur = 0;
-    while (m) {
-        size_t start = (size_t)(m - s);
-        as_buf_put(out, s + cur, start - cur);
-        as_buf_put(out, rep, rn);
-        cur = start + ln;
-        m = find(s, cur, n, lit, ln);
-    }
-    as_buf_put(out, s + cur, n - cur);
-    return 1;
-}
-
-static void put_slashed(as_buf *out, const char *s, size_t n)
-{
-    for (size_t i = 0; i < n; i++) as_buf_putc(out, s[i] == '\\' ? '/' : s[i]);
+    for (size_t at; next_at(sp->s, sp->n, sp->cur, lit, ln, &at);) sp_rep(sp, at, at + ln, rep, rn);
 }
 
 // dsh CWD_ROOTED_PATH_RE: {{cwd}} then a separator and a run of characters up
 // to whitespace or <>"'` — backslashes in that run become '/'.
-static int pass_cwd_rooted(const char *s, size_t n, as_buf *out)
+static void pass_cwd_rooted(splice *sp)
 {
-    size_t cur = 0, from = 0;
-    int changed = 0;
-    const char *m;
-    while ((m = FIND(s, from, n, "{{cwd}}"))) {
-        size_t e = (size_t)(m - s) + 7;
+    const char *s = sp->s;
+    size_t n = sp->n, from = 0;
+    for (size_t at; NEXT_AT(s, n, from, "{{cwd}}", &at);) {
+        size_t e = at + 7;
         from = e;
         if (e >= n || !is_sep(s[e])) continue;
         size_t k = e + 1;
@@ -496,59 +527,40 @@ static int pass_cwd_rooted(const char *s, size_t n, as_buf *out)
             k++;
         }
         if (k == e + 1) continue;
-        if (!memchr(s + e, '\\', k - e)) { from = k; continue; }
-        as_buf_put(out, s + cur, e - cur);
-        put_slashed(out, s + e, k - e);
-        cur = from = k;
-        changed = 1;
+        if (memchr(s + e, '\\', k - e)) sp_slash(sp, e, k);
+        from = k;
     }
-    if (changed) as_buf_put(out, s + cur, n - cur);
-    return changed;
 }
 
 // dsh canonicalizeEmbeddedPaths: <path>…</path> bodies and the rest of an
 // "Additional instructions from: " line get '/' separators.
-static int pass_path_tags(const char *s, size_t n, as_buf *out)
+static void pass_path_tags(splice *sp)
 {
-    size_t cur = 0, from = 0;
-    int changed = 0;
-    const char *m;
-    while ((m = FIND(s, from, n, "<path>"))) {
-        size_t b = (size_t)(m - s) + 6;
+    const char *s = sp->s;
+    size_t n = sp->n, from = 0;
+    for (size_t at; NEXT_AT(s, n, from, "<path>", &at);) {
+        size_t b = at + 6;
         const char *lt = memchr(s + b, '<', n - b);
-        from = (size_t)(m - s) + 1;
+        from = at + 1;
         if (!lt) break;
         size_t q = (size_t)(lt - s);
         if (!STARTS(s, q, n, "</path>")) continue;
         from = q + 7;
-        if (!memchr(s + b, '\\', q - b)) continue;
-        as_buf_put(out, s + cur, b - cur);
-        put_slashed(out, s + b, q - b);
-        cur = q;
-        changed = 1;
+        if (memchr(s + b, '\\', q - b)) sp_slash(sp, b, q);
     }
-    if (changed) as_buf_put(out, s + cur, n - cur);
-    return changed;
 }
 
-static int pass_additional(const char *s, size_t n, as_buf *out)
+static void pass_additional(splice *sp)
 {
     static const char lit[] = "Additional instructions from: ";
-    size_t cur = 0, from = 0;
-    int changed = 0;
-    const char *m;
-    while ((m = FIND(s, from, n, lit))) {
-        size_t b = (size_t)(m - s) + sizeof lit - 1, q = b;
+    const char *s = sp->s;
+    size_t n = sp->n, from = 0;
+    for (size_t at; NEXT_AT(s, n, from, lit, &at);) {
+        size_t b = at + sizeof lit - 1, q = b;
         while (q < n && s[q] != '\r' && s[q] != '\n') q++;
-        from = q > b ? q : (size_t)(m - s) + 1;
-        if (q == b || !memchr(s + b, '\\', q - b)) continue;
-        as_buf_put(out, s + cur, b - cur);
-        put_slashed(out, s + b, q - b);
-        cur = q;
-        changed = 1;
+        from = q > b ? q : at + 1;
+        if (q > b && memchr(s + b, '\\', q - b)) sp_slash(sp, b, q);
     }
-    if (changed) as_buf_put(out, s + cur, n - cur);
-    return changed;
 }
 
 // ---------------------------------------------------------------- spill paths
@@ -581,50 +593,53 @@ static size_t spill_tail(const char *s, size_t i, size_t n)
     return i + 26;
 }
 
-static void put_locator(as_buf *out, const char *name, size_t len)
+// Replaces s[from, to) with {{spillLocator:<the name s[ns, ne)>}}.
+static void sp_locator(splice *sp, size_t from, size_t to, size_t ns, size_t ne)
 {
-    as_buf_puts(out, "{{spillLocator:");
-    as_buf_put(out, name, len);
-    as_buf_puts(out, "}}");
+    sp_cut(sp, from, to);
+    as_buf_puts(sp->out, "{{spillLocator:");
+    as_buf_put(sp->out, sp->s + ns, ne - ns);
+    as_buf_puts(sp->out, "}}");
 }
 
 // dsh LOCAL_SPILL_PATH_RE: {{cwd}}/.spill/session-<12>/<12>-<name>.
-static int pass_local_spill(const char *s, size_t n, as_buf *out)
+static void pass_local_spill(splice *sp)
 {
-    size_t cur = 0, from = 0;
-    int changed = 0;
-    const char *m;
-    while ((m = FIND(s, from, n, "{{cwd}}"))) {
-        size_t p = (size_t)(m - s), i = p + 7;
+    const char *s = sp->s;
+    size_t n = sp->n, from = 0;
+    for (size_t p; NEXT_AT(s, n, from, "{{cwd}}", &p);) {
+        size_t i = p + 7;
         from = p + 1;
         if (!(i + 8 <= n && is_sep(s[i]) && !memcmp(s + i + 1, ".spill", 6) && is_sep(s[i + 7]))) continue;
         size_t ns = spill_tail(s, i + 8, n);
         if (!ns) continue;
         size_t ne = spill_name_end(s, ns, n);
         if (!ne) continue;
-        as_buf_put(out, s + cur, p - cur);
-        put_locator(out, s + ns, ne - ns);
-        cur = from = ne;
-        changed = 1;
+        sp_locator(sp, p, ne, ns, ne);
+        from = ne;
     }
-    if (changed) as_buf_put(out, s + cur, n - cur);
-    return changed;
+}
+
+// 1 when the separator s[i] starts <sep>tmp<sep>dsh-acp-snap or <sep>t<sep>dsh-acp-snap.
+static int snap_root_at(const char *s, size_t i, size_t n)
+{
+    return (STARTS(s, i + 1, n, "tmp") && i + 4 < n && is_sep(s[i + 4]) && STARTS(s, i + 5, n, "dsh-acp-snap"))
+           || (i + 2 < n && s[i + 1] == 't' && is_sep(s[i + 2]) && STARTS(s, i + 3, n, "dsh-acp-snap"));
 }
 
 // dsh SNAPSHOT_SPILL_PATH_RE: [X:]<sep>(tmp|t)<sep>(dsh-acp-snap-<9 hex>|
 // dsh-acp-snapshot-spill)<sep>session-<12>/<12>-<name>.
-static int pass_snapshot_spill(const char *s, size_t n, as_buf *out)
+static void pass_snapshot_spill(splice *sp)
 {
-    size_t cur = 0, from = 0;
-    int changed = 0;
-    const char *m;
-    while ((m = FIND(s, from, n, "dsh-acp-snap"))) {
-        size_t a = (size_t)(m - s), p;
+    const char *s = sp->s;
+    size_t n = sp->n, from = 0;
+    for (size_t a; NEXT_AT(s, n, from, "dsh-acp-snap", &a);) {
+        size_t p;
         from = a + 1;
         if (a >= 5 && is_sep(s[a - 5]) && !memcmp(s + a - 4, "tmp", 3) && is_sep(s[a - 1])) p = a - 5;
         else if (a >= 3 && is_sep(s[a - 3]) && s[a - 2] == 't' && is_sep(s[a - 1])) p = a - 3;
         else continue;
-        if (p < cur) continue;
+        if (p < sp->cur) continue;
         size_t i;
         if (STARTS(s, a, n, "dsh-acp-snap-") && a + 22 <= n && has_lhex(s + a + 13, 9)) i = a + 22;
         else if (STARTS(s, a, n, "dsh-acp-snapshot-spill")) i = a + 22;
@@ -634,14 +649,10 @@ static int pass_snapshot_spill(const char *s, size_t n, as_buf *out)
         if (!ns) continue;
         size_t ne = spill_name_end(s, ns, n);
         if (!ne) continue;
-        if (p >= cur + 2 && s[p - 1] == ':' && is_alpha(s[p - 2])) p -= 2;
-        as_buf_put(out, s + cur, p - cur);
-        put_locator(out, s + ns, ne - ns);
-        cur = from = ne;
-        changed = 1;
+        if (p >= sp->cur + 2 && s[p - 1] == ':' && is_alpha(s[p - 2])) p -= 2;
+        sp_locator(sp, p, ne, ns, ne);
+        from = ne;
     }
-    if (changed) as_buf_put(out, s + cur, n - cur);
-    return changed;
 }
 
 // ---------------------------------------------------------------- event-read results
@@ -696,23 +707,19 @@ static size_t event_read_region(const char *s, size_t n)
     return 0;
 }
 
-static int pass_event_read(const char *s, size_t n, as_buf *out)
+static void pass_event_read(splice *sp)
 {
+    const char *s = sp->s;
+    size_t n = sp->n;
     size_t r = event_read_region(s, n);
-    if (!r) return 0;
-    int changed = 0;
-    size_t cur = 0;
+    if (!r) return;
     // ^(  "time": )\d+(?=,\r?$) per line of the region
     for (size_t ls = 0; ls < r;) {
         if (STARTS(s, ls, r, "  \"time\": ")) {
             size_t d = ls + 10, k = d;
             while (k < r && is_digit(s[k])) k++;
-            if (k > d && k < r && s[k] == ',' && (k + 1 == r || js_eol_at(s, k + 1, r))) {
-                as_buf_put(out, s + cur, d - cur);
-                as_buf_puts(out, "{{eventTime}}");
-                cur = k;
-                changed = 1;
-            }
+            if (k > d && k < r && s[k] == ',' && (k + 1 == r || js_eol_at(s, k + 1, r)))
+                SP_REP(sp, d, k, "{{eventTime}}");
         }
         size_t k = ls;
         while (k < r && !js_eol_at(s, k, r)) k++;
@@ -721,44 +728,33 @@ static int pass_event_read(const char *s, size_t n, as_buf *out)
     }
     // (\r?\n\r?\n\(Omitted )\d+( bytes\.) over the whole string
     size_t from = 0;
-    const char *m;
-    while ((m = FIND(s, from, n, "(Omitted "))) {
-        size_t p = (size_t)(m - s);
+    for (size_t p; NEXT_AT(s, n, from, "(Omitted ", &p);) {
         from = p + 1;
         if (!(p >= 2 && s[p - 1] == '\n' && (s[p - 2] == '\n' || (p >= 3 && s[p - 2] == '\r' && s[p - 3] == '\n'))))
             continue;
         size_t d = p + 9, k = d;
         while (k < n && is_digit(s[k])) k++;
-        if (k == d || !STARTS(s, k, n, " bytes.") || d < cur) continue;
-        as_buf_put(out, s + cur, d - cur);
-        as_buf_puts(out, "{{eventOmittedBytes}}");
-        cur = from = k;
-        changed = 1;
+        if (k == d || !STARTS(s, k, n, " bytes.") || d < sp->cur) continue;
+        SP_REP(sp, d, k, "{{eventOmittedBytes}}");
+        from = k;
     }
-    if (changed) as_buf_put(out, s + cur, n - cur);
-    return changed;
 }
 
 // ---------------------------------------------------------------- ids
 
 // dsh UUID_RE (case-insensitive, no boundaries) → {{sessionId}}.
-static int pass_uuid(const char *s, size_t n, as_buf *out)
+static void pass_uuid(splice *sp)
 {
-    size_t cur = 0, i = 0;
-    int changed = 0;
+    const char *s = sp->s;
+    size_t n = sp->n, i = 0;
     const char *m;
     while (i < n && (m = memchr(s + i, '-', n - i))) {
         size_t d = (size_t)(m - s);
         i = d + 1;
-        if (d < cur + 8 || d + 28 > n) continue;
-        if (!uuid_at(s + d - 8)) continue;
-        as_buf_put(out, s + cur, d - 8 - cur);
-        as_buf_put(out, SID_TOK, sizeof SID_TOK - 1);
-        cur = i = d - 8 + 36;
-        changed = 1;
+        if (d < sp->cur + 8 || d + 28 > n || !uuid_at(s + d - 8)) continue;
+        i = d - 8 + 36;
+        SP_REP(sp, d - 8, i, SID_TOK);
     }
-    if (changed) as_buf_put(out, s + cur, n - cur);
-    return changed;
 }
 
 // ---------------------------------------------------------------- the string pipeline
@@ -787,7 +783,10 @@ static void chain_took(chain *c, int did)
     c->which ^= 1;
     c->changed = 1;
 }
-#define STEP(c, call) do { as_buf *o_ = chain_out(c); chain_took(c, call); (void)o_; } while (0)
+// One pass over the chain's current text: call uses sp_, a splice of it onto
+// the other buffer, which becomes current when the pass replaced anything.
+#define STEP(c, call) do { splice s_ = { (c)->cur, (c)->n, chain_out(c), 0, 0 }, *sp_ = &s_; \
+        call; chain_took(c, sp_end(sp_)); } while (0)
 
 enum { F_SP = 1, F_ID = 2, F_CWDTOK = 4, F_BS = 8, F_SNAP = 16, F_UUID = 32, F_EVENT = 64 };
 
@@ -827,9 +826,7 @@ static unsigned features(const as_norm *n, const char *s, size_t len)
                 if (starts(s, i, len, n->sp[k].p, n->sp[k].n)) f |= F_SP;
         if (t & T_SEP) {
             if (s[i] == '\\') f |= F_BS;
-            if ((STARTS(s, i + 1, len, "tmp") && i + 4 < len && is_sep(s[i + 4]) && STARTS(s, i + 5, len, "dsh-acp-snap"))
-                || (i + 2 < len && s[i + 1] == 't' && is_sep(s[i + 2]) && STARTS(s, i + 3, len, "dsh-acp-snap")))
-                f |= F_SNAP;
+            if (snap_root_at(s, i, len)) f |= F_SNAP;
         }
         // a UUID (and so a UUID-shaped session id) has 8 hex digits before its first '-'
         if ((t & T_DASH) && i >= 8 && i + 28 <= len && has_hex(s + i - 8, 8) && has_hex(s + i + 1, 4))
@@ -842,34 +839,26 @@ static int scrub_chain(const as_norm *nc, chain *c, unsigned f, int is_path)
 {
     int cwdtok = (f & F_CWDTOK) != 0;
     if (f & F_SP) {
-        for (size_t i = 0; i < nc->nsp; i++) STEP(c, pass_spelling(c->cur, c->n, &nc->sp[i], o_));
+        for (size_t i = 0; i < nc->nsp; i++) STEP(c, pass_spelling(sp_, &nc->sp[i]));
         cwdtok |= c->changed;
     }
-    if (cwdtok) STEP(c, pass_literal(c->cur, c->n, "/private{{cwd}}", 15, CWD_TOK, 7, o_));
+    if (cwdtok) STEP(c, pass_literal(sp_, "/private{{cwd}}", 15, CWD_TOK, 7));
     if (!nc->native && (f & F_BS)) {
-        if (cwdtok) STEP(c, pass_cwd_rooted(c->cur, c->n, o_));
-        STEP(c, pass_path_tags(c->cur, c->n, o_));
-        STEP(c, pass_additional(c->cur, c->n, o_));
+        if (cwdtok) STEP(c, pass_cwd_rooted(sp_));
+        STEP(c, pass_path_tags(sp_));
+        STEP(c, pass_additional(sp_));
     }
-    if (cwdtok) STEP(c, pass_local_spill(c->cur, c->n, o_));
-    if (f & F_SNAP) STEP(c, pass_snapshot_spill(c->cur, c->n, o_));
-    if (f & F_EVENT) STEP(c, pass_event_read(c->cur, c->n, o_));
+    if (cwdtok) STEP(c, pass_local_spill(sp_));
+    if (f & F_SNAP) STEP(c, pass_snapshot_spill(sp_));
+    if (f & F_EVENT) STEP(c, pass_event_read(sp_));
     if (f & F_ID)
         for (size_t i = 0; i < nc->nid; i++)
-            STEP(c, pass_literal(c->cur, c->n, nc->id[i].p, nc->id[i].n, SID_TOK, sizeof SID_TOK - 1, o_));
-    if (f & F_UUID) STEP(c, pass_uuid(c->cur, c->n, o_));
-    if (is_path && !nc->native && (f & F_BS) && memchr(c->cur, '\\', c->n)) {
-        as_buf *o = chain_out(c);
-        put_slashed(o, c->cur, c->n);
-        chain_took(c, 1);
-    }
+            STEP(c, pass_literal(sp_, nc->id[i].p, nc->id[i].n, SID_TOK, sizeof SID_TOK - 1));
+    if (f & F_UUID) STEP(c, pass_uuid(sp_));
+    if (is_path && !nc->native && (f & F_BS) && memchr(c->cur, '\\', c->n)) STEP(c, sp_slash(sp_, 0, c->n));
     return c->changed;
 }
 
-int as_norm_str_may_change(const as_norm *n, const char *s, size_t len, int is_path)
-{
-    return features(n, s, len) != 0;
-}
 
 int as_norm_str(const as_norm *nc, const char *s, size_t len, int is_path, as_buf *out)
 {
@@ -892,20 +881,16 @@ int as_norm_str(const as_norm *nc, const char *s, size_t len, int is_path, as_bu
 // (a dropped envelope member). That needs compact source, so a record with
 // whitespace between its tokens is first re-emitted compactly and re-parsed.
 
-static int key_is(const as_json *j, int k, const char *lit, size_t ln)
-{
-    const as_tok *t = &j->t[k];
-    if (!t->esc) return t->end - t->start == ln + 2 && !memcmp(j->s + t->start + 1, lit, ln);
-    return as_json_streq(j, k, lit);
-}
-#define KEY_IS(j, k, lit) key_is(j, k, lit, sizeof lit - 1)
 
-// The compact form of subtree tok, bytes verbatim (no scrubbing).
-static void cwalk(const as_json *j, int tok, as_buf *out)
+// The compact form of subtree tok: containers re-punctuated, keys verbatim,
+// each scalar written by leaf (its bytes verbatim when leaf is NULL).
+typedef void (*leaf_fn)(const void *ctx, const as_json *j, int tok, as_buf *out);
+static void cwalk(const as_json *j, int tok, leaf_fn leaf, const void *ctx, as_buf *out)
 {
     const as_tok *t = &j->t[tok];
     if (t->type != AS_JOBJ && t->type != AS_JARR) {
-        as_buf_put(out, j->s + t->start, t->end - t->start);
+        if (leaf) leaf(ctx, j, tok, out);
+        else as_buf_put(out, j->s + t->start, t->end - t->start);
         return;
     }
     as_buf_putc(out, t->type == AS_JOBJ ? '{' : '[');
@@ -917,7 +902,7 @@ static void cwalk(const as_json *j, int tok, as_buf *out)
             as_buf_putc(out, ':');
             c++;
         }
-        cwalk(j, c, out);
+        cwalk(j, c, leaf, ctx, out);
         c = (int)j->t[c].next;
     }
     as_buf_putc(out, t->type == AS_JOBJ ? '}' : ']');
@@ -951,7 +936,7 @@ static const as_json *compacted(as_norm *n, const as_json *j, int *tok)
 {
     if (is_compact(j, *tok)) return j;
     as_buf_reset(&n->cb);
-    cwalk(j, *tok, &n->cb);
+    cwalk(j, *tok, NULL, NULL, &n->cb);
     if (as_json_parse(&n->cj, n->cb.p, n->cb.n) < 0) as_die(AS_TROUBLE, "internal error: compact form does not parse");
     *tok = 0;
     return &n->cj;
@@ -961,8 +946,7 @@ typedef struct {
     as_norm *n;          // the context; scrub strings only when scrub is set
     int scrub;
     const as_json *j;
-    as_buf *out;
-    size_t done;         // source bytes before this offset are written
+    splice sp;           // over the record's bytes, onto the output
     size_t ci;           // next candidate (n->cand) to consider
 } ed;
 
@@ -992,9 +976,7 @@ static size_t line_hit(as_norm *n, const char *s, size_t i, size_t to)
     int hit = 0;
     if (t & T_SP)
         for (size_t k = 0; k < n->nesp && !hit; k++) hit = starts(s, i, to, n->esp[k].p, n->esp[k].n);
-    if (!hit && c == '/')
-        hit = (STARTS(s, i + 1, to, "tmp") && i + 4 < to && is_sep(s[i + 4]) && STARTS(s, i + 5, to, "dsh-acp-snap"))
-              || (i + 2 < to && s[i + 1] == 't' && is_sep(s[i + 2]) && STARTS(s, i + 3, to, "dsh-acp-snap"));
+    if (!hit && c == '/') hit = snap_root_at(s, i, to);
     if (!hit && (t & T_DASH) && i >= 8 && i + 28 <= to && uuid_at(s + i - 8)) {
         cand_push(n, i);
         return i + 28;   // past the UUID
@@ -1047,6 +1029,20 @@ static void line_prep(as_norm *n, const char *s, size_t from, size_t to)
     }
 }
 
+// The text of string token tok: its body, decoded (into n's scratch) when it
+// holds an escape. *len receives its length.
+static const char *str_body(as_norm *n, const as_json *j, int tok, size_t *len)
+{
+    const as_tok *t = &j->t[tok];
+    const char *body = j->s + t->start + 1;
+    *len = t->end - t->start - 2;
+    if (!t->esc) return body;
+    as_buf_reset(&n->dec);
+    as_jstr_decode(body, *len, &n->dec);
+    *len = n->dec.n;
+    return n->dec.p ? n->dec.p : "";
+}
+
 // 1 when string token [start, end) holds a candidate (candidates are met in order).
 static int ed_cand(ed *e, size_t start, size_t end)
 {
@@ -1056,17 +1052,33 @@ static int ed_cand(ed *e, size_t start, size_t end)
     return e->ci < n->ncand && n->cand[e->ci] < end;
 }
 
-static void ed_to(ed *e, size_t pos)
+// Starts editing record j0 (root 0) onto out: a compact copy of it when it
+// is not compact, its candidate strings found when strings are scrubbed.
+static void ed_begin(ed *e, as_norm *n, int scrub, const as_json *j0, as_buf *out)
 {
-    as_buf_put(e->out, e->j->s + e->done, pos - e->done);
-    e->done = pos;
+    int root = 0;
+    const as_json *j = compacted(n, j0, &root);
+    *e = (ed){ n, scrub, j, { j->s, j->t[0].end, out, j->t[0].start, 0 }, 0 };
+    if (scrub) line_prep(n, j->s, j->t[0].start, j->t[0].end);
 }
 
 static void ed_rep(ed *e, int tok, const char *rep, size_t rn)
 {
-    ed_to(e, e->j->t[tok].start);
-    as_buf_put(e->out, rep, rn);
-    e->done = e->j->t[tok].end;
+    sp_rep(&e->sp, e->j->t[tok].start, e->j->t[tok].end, rep, rn);
+}
+
+// Replaces array tok with one as long whose every element is elem.
+static void ed_rep_each(ed *e, int tok, const char *elem)
+{
+    as_buf *b = &e->n->val;
+    as_buf_reset(b);
+    as_buf_putc(b, '[');
+    for (uint32_t m = 0; m < e->j->t[tok].count; m++) {
+        if (m) as_buf_putc(b, ',');
+        as_buf_puts(b, elem);
+    }
+    as_buf_putc(b, ']');
+    ed_rep(e, tok, b->p, b->n);
 }
 
 // Drops member (key k) of an object; kept: members kept before it; last: no member after it.
@@ -1075,8 +1087,7 @@ static void ed_drop(ed *e, int k, int kept, int last)
     size_t from = e->j->t[k].start, to = e->j->t[k + 1].end;
     if (kept) from--;          // with the comma before it
     else if (!last) to++;      // with the comma after it
-    ed_to(e, from);
-    e->done = to;
+    sp_cut(&e->sp, from, to);
 }
 
 static void ed_string(ed *e, int tok, int is_path)
@@ -1085,26 +1096,19 @@ static void ed_string(ed *e, int tok, int is_path)
     const as_json *j = e->j;
     const as_tok *t = &j->t[tok];
     if (!ed_cand(e, t->start, t->end)) return;
-    const char *body = j->s + t->start + 1;
-    size_t blen = t->end - t->start - 2;
     // the common case of a string that is one UUID (a session id): no other rule can apply
-    if (blen == 36 && !t->esc && n->sp_sep && !n->plain_ids && uuid_at(body)) {
+    if (t->end - t->start == 38 && !t->esc && n->sp_sep && !n->plain_ids && uuid_at(j->s + t->start + 1)) {
         ed_rep(e, tok, "\"{{sessionId}}\"", 15);
         return;
     }
-    if (t->esc) {
-        as_buf_reset(&n->dec);
-        as_jstr_decode(body, blen, &n->dec);
-        body = n->dec.p ? n->dec.p : "";
-        blen = n->dec.n;
-    }
+    size_t blen;
+    const char *body = str_body(n, j, tok, &blen);
     unsigned f = features(n, body, blen);
     if (!f) return;
     chain c = { { &n->s1, &n->s2 }, 0, body, blen, 0 };
     if (!scrub_chain(n, &c, f, is_path)) return;
-    ed_to(e, t->start);
-    as_jstr_write(e->out, c.cur, c.n);
-    e->done = t->end;
+    sp_cut(&e->sp, t->start, t->end);
+    as_jstr_write(e->sp.out, c.cur, c.n);
 }
 
 static void ed_walk(ed *e, int tok, int is_path)
@@ -1117,7 +1121,7 @@ static void ed_walk(ed *e, int tok, int is_path)
     } else if (t->type == AS_JOBJ) {
         int k = tok + 1;
         for (uint32_t i = 0; i < t->count; i++) {
-            ed_walk(e, k + 1, KEY_IS(j, k, "path"));
+            ed_walk(e, k + 1, AS_TOK_IS(j, k, "path"));
             k = (int)j->t[k + 1].next;
         }
     } else if (t->type == AS_JARR) {
@@ -1129,43 +1133,14 @@ static void ed_walk(ed *e, int tok, int is_path)
     }
 }
 
-void as_norm_value(const as_norm *nc, const as_json *j0, int tok, as_buf *out)
-{
-    as_norm *n = scratch(nc);
-    const as_json *j = compacted(n, j0, &tok);
-    ed e = { n, nc != NULL, j, out, j->t[tok].start, 0 };
-    if (e.scrub) line_prep(n, j->s, j->t[tok].start, j->t[tok].end);
-    ed_walk(&e, tok, 0);
-    ed_to(&e, j->t[tok].end);
-}
 
 // ---------------------------------------------------------------- request headers
-
-// The value index of key in obj, or -1 (first occurrence).
-static int member(const as_json *j, int obj, const char *key, size_t kl)
-{
-    if (obj < 0 || j->t[obj].type != AS_JOBJ) return -1;
-    int k = obj + 1;
-    for (uint32_t i = 0; i < j->t[obj].count; i++) {
-        if (key_is(j, k, key, kl)) return k + 1;
-        k = (int)j->t[k + 1].next;
-    }
-    return -1;
-}
-#define MEMBER(j, obj, key) member(j, obj, key, sizeof key - 1)
-
-static int str_is(const as_json *j, int tok, const char *lit)
-{
-    return tok >= 0 && j->t[tok].type == AS_JSTR && key_is(j, tok, lit, strlen(lit));
-}
 
 // data.header of a request/header record, or -1.
 static int header_obj(const as_json *j)
 {
-    if (j->t[0].type != AS_JOBJ) return -1;
-    if (!str_is(j, MEMBER(j, 0, "type"), "request/header")) return -1;
-    int data = MEMBER(j, 0, "data");
-    int hdr = MEMBER(j, data, "header");
+    if (!AS_TOK_IS(j, as_json_get(j, 0, "type"), "request/header")) return -1;
+    int hdr = as_json_get(j, as_json_get(j, 0, "data"), "header");
     return hdr >= 0 && j->t[hdr].type == AS_JOBJ ? hdr : -1;
 }
 
@@ -1174,7 +1149,7 @@ static int prefix_tokenized(const as_json *j, int msgs)
     if (j->t[msgs].type != AS_JARR) return 1;
     int e = msgs + 1;
     for (uint32_t i = 0; i < j->t[msgs].count; i++) {
-        if (!str_is(j, e, AS_TOKEN_PREFIX)) return 0;
+        if (!AS_TOK_IS(j, e, AS_TOKEN_PREFIX)) return 0;
         e = (int)j->t[e].next;
     }
     return 1;
@@ -1185,11 +1160,11 @@ as_hdr_state as_norm_header_state(const as_json *j, unsigned which)
     int hdr = header_obj(j);
     if (hdr < 0) return AS_HDR_NOT_HEADER;
     int v;
-    if ((which & AS_HDR_SYSTEM) && (v = MEMBER(j, hdr, "system")) >= 0 && !str_is(j, v, AS_TOKEN_SYSTEM))
+    if ((which & AS_HDR_SYSTEM) && (v = as_json_get(j, hdr, "system")) >= 0 && !AS_TOK_IS(j, v, AS_TOKEN_SYSTEM))
         return AS_HDR_RAW;
-    if ((which & AS_HDR_TOOLS) && (v = MEMBER(j, hdr, "tools")) >= 0 && !str_is(j, v, AS_TOKEN_TOOLS))
+    if ((which & AS_HDR_TOOLS) && (v = as_json_get(j, hdr, "tools")) >= 0 && !AS_TOK_IS(j, v, AS_TOKEN_TOOLS))
         return AS_HDR_RAW;
-    if ((which & AS_HDR_PREFIX) && (v = MEMBER(j, hdr, "messages")) >= 0 && !prefix_tokenized(j, v))
+    if ((which & AS_HDR_PREFIX) && (v = as_json_get(j, hdr, "messages")) >= 0 && !prefix_tokenized(j, v))
         return AS_HDR_RAW;
     return AS_HDR_TOKENIZED;
 }
@@ -1201,35 +1176,19 @@ static void ed_header(ed *e, int hdr, unsigned which)
     int k = hdr + 1;
     for (uint32_t i = 0; i < j->t[hdr].count; i++) {
         int v = k + 1;
-        if ((which & AS_HDR_SYSTEM) && KEY_IS(j, k, "system")) {
+        if ((which & AS_HDR_SYSTEM) && AS_TOK_IS(j, k, "system")) {
             ed_rep(e, v, "\"" AS_TOKEN_SYSTEM "\"", sizeof AS_TOKEN_SYSTEM + 1);
-        } else if ((which & AS_HDR_TOOLS) && KEY_IS(j, k, "tools")) {
+        } else if ((which & AS_HDR_TOOLS) && AS_TOK_IS(j, k, "tools")) {
             ed_rep(e, v, "\"" AS_TOKEN_TOOLS "\"", sizeof AS_TOKEN_TOOLS + 1);
-        } else if ((which & AS_HDR_PREFIX) && KEY_IS(j, k, "messages") && j->t[v].type == AS_JARR) {
-            as_buf *b = &e->n->val;
-            as_buf_reset(b);
-            as_buf_putc(b, '[');
-            for (uint32_t m = 0; m < j->t[v].count; m++) as_buf_puts(b, m ? ",\"" AS_TOKEN_PREFIX "\"" : "\"" AS_TOKEN_PREFIX "\"");
-            as_buf_putc(b, ']');
-            ed_rep(e, v, b->p, b->n);
+        } else if ((which & AS_HDR_PREFIX) && AS_TOK_IS(j, k, "messages") && j->t[v].type == AS_JARR) {
+            ed_rep_each(e, v, "\"" AS_TOKEN_PREFIX "\"");
         } else {
-            ed_walk(e, v, KEY_IS(j, k, "path"));
+            ed_walk(e, v, AS_TOK_IS(j, k, "path"));
         }
         k = (int)j->t[v].next;
     }
 }
 
-int as_norm_tokenize_header(const as_json *j0, unsigned which, as_buf *out)
-{
-    if (as_norm_header_state(j0, which) != AS_HDR_RAW) return 0;
-    as_norm *n = scratch(NULL);
-    int root = 0;
-    const as_json *j = compacted(n, j0, &root);
-    ed e = { n, 0, j, out, j->t[0].start, 0 };
-    ed_header(&e, header_obj(j), which);
-    ed_to(&e, j->t[0].end);
-    return 1;
-}
 
 // ---------------------------------------------------------------- session records
 
@@ -1245,19 +1204,14 @@ static void ed_data(ed *e, const rec *r, int data)
     int k = data + 1;
     for (uint32_t i = 0; i < j->t[data].count; i++) {
         int v = k + 1;
-        if (vol && r->packed && j->t[v].type == AS_JARR && KEY_IS(j, k, "dt")) {
-            as_buf *b = &e->n->val;
-            as_buf_reset(b);
-            as_buf_putc(b, '[');
-            for (uint32_t m = 0; m < j->t[v].count; m++) as_buf_puts(b, m ? ",0" : "0");
-            as_buf_putc(b, ']');
-            ed_rep(e, v, b->p, b->n);
-        } else if (vol && r->hook && KEY_IS(j, k, "durationMs")) {
+        if (vol && r->packed && j->t[v].type == AS_JARR && AS_TOK_IS(j, k, "dt")) {
+            ed_rep_each(e, v, "0");
+        } else if (vol && r->hook && AS_TOK_IS(j, k, "durationMs")) {
             ed_rep(e, v, "0", 1);
-        } else if ((r->flags & AS_NS_TOKENIZE) && r->reqhdr && j->t[v].type == AS_JOBJ && KEY_IS(j, k, "header")) {
+        } else if ((r->flags & AS_NS_TOKENIZE) && r->reqhdr && j->t[v].type == AS_JOBJ && AS_TOK_IS(j, k, "header")) {
             ed_header(e, v, AS_HDR_ALL);
         } else {
-            ed_walk(e, v, KEY_IS(j, k, "path"));
+            ed_walk(e, v, AS_TOK_IS(j, k, "path"));
         }
         k = (int)j->t[v].next;
     }
@@ -1265,19 +1219,17 @@ static void ed_data(ed *e, const rec *r, int data)
 
 void as_norm_session_record(const as_norm *nc, const as_json *j0, unsigned flags, as_buf *out)
 {
-    as_norm *n = scratch(nc);
-    int root = 0;
-    const as_json *j = compacted(n, j0, &root);
-    ed e = { n, nc && (flags & AS_NS_SCRUB), j, out, j->t[0].start, 0 };
-    if (e.scrub) line_prep(n, j->s, j->t[0].start, j->t[0].end);
+    ed e;
+    ed_begin(&e, scratch(nc), nc && (flags & AS_NS_SCRUB), j0, out);
+    const as_json *j = e.j;
     rec r = { flags, 0, 0, 0, 0 };
-    int type = MEMBER(j, 0, "type");
-    if (type >= 0 && j->t[type].type == AS_JSTR) {
-        r.session = str_is(j, type, "session");
-        r.packed = str_is(j, type, "text-chunks") || str_is(j, type, "reasoning-chunks")
-                   || str_is(j, type, "tool-call-chunks");
-        r.hook = str_is(j, type, "hook/result");
-        r.reqhdr = str_is(j, type, "request/header");
+    int type = as_json_get(j, 0, "type");
+    if (type >= 0) {
+        r.session = AS_TOK_IS(j, type, "session");
+        r.packed = AS_TOK_IS(j, type, "text-chunks") || AS_TOK_IS(j, type, "reasoning-chunks")
+                   || AS_TOK_IS(j, type, "tool-call-chunks");
+        r.hook = AS_TOK_IS(j, type, "hook/result");
+        r.reqhdr = AS_TOK_IS(j, type, "request/header");
     }
     int project = (flags & AS_NS_PROJECT) && !(flags & AS_NS_HEADER);
     int vol = flags & AS_NS_VOLATILE;
@@ -1286,20 +1238,20 @@ void as_norm_session_record(const as_norm *nc, const as_json *j0, unsigned flags
     for (uint32_t i = 0; i < count; i++) {
         int v = k + 1, key = k;
         k = (int)j->t[v].next;
-        if (project && (KEY_IS(j, key, "seq") || KEY_IS(j, key, "time") || KEY_IS(j, key, "seq0")
-                        || KEY_IS(j, key, "time0"))) {
+        if (project && (AS_TOK_IS(j, key, "seq") || AS_TOK_IS(j, key, "time") || AS_TOK_IS(j, key, "seq0")
+                        || AS_TOK_IS(j, key, "time0"))) {
             ed_drop(&e, key, kept, i + 1 == count);
             continue;
         }
         kept++;
-        if (vol && r.session && KEY_IS(j, key, "createdAt")) ed_rep(&e, v, "0", 1);
-        else if (vol && r.packed && KEY_IS(j, key, "time0")) ed_rep(&e, v, "0", 1);
-        else if (vol && !r.session && !r.packed && KEY_IS(j, key, "time")) ed_rep(&e, v, "0", 1);
-        else if (j->t[v].type == AS_JOBJ && KEY_IS(j, key, "data") && (r.packed || r.hook || r.reqhdr))
+        if (vol && r.session && AS_TOK_IS(j, key, "createdAt")) ed_rep(&e, v, "0", 1);
+        else if (vol && r.packed && AS_TOK_IS(j, key, "time0")) ed_rep(&e, v, "0", 1);
+        else if (vol && !r.session && !r.packed && AS_TOK_IS(j, key, "time")) ed_rep(&e, v, "0", 1);
+        else if (j->t[v].type == AS_JOBJ && AS_TOK_IS(j, key, "data") && (r.packed || r.hook || r.reqhdr))
             ed_data(&e, &r, v);
-        else ed_walk(&e, v, KEY_IS(j, key, "path"));
+        else ed_walk(&e, v, AS_TOK_IS(j, key, "path"));
     }
-    ed_to(&e, j->t[0].end);
+    sp_rest(&e.sp);
 }
 
 // ---------------------------------------------------------------- stdout frames
@@ -1341,36 +1293,35 @@ static long id_number(as_norm *n, const char *p, size_t len)
 
 void as_norm_stdout_frame(as_norm *n, const as_json *j0, as_buf *out)
 {
-    int root = 0;
-    const as_json *j = compacted(n, j0, &root);
-    ed e = { n, 1, j, out, j->t[0].start, 0 };
-    line_prep(n, j->s, j->t[0].start, j->t[0].end);
+    ed e;
+    ed_begin(&e, n, 1, j0, out);
+    const as_json *j = e.j;
     int k = 1;
     for (uint32_t i = 0; i < j->t[0].count; i++) {
         int v = k + 1;
-        if (j->t[v].type != AS_JNULL && KEY_IS(j, k, "id")) {
+        if (j->t[v].type != AS_JNULL && AS_TOK_IS(j, k, "id")) {
             // the id's identity is its (compact) JSON text, as dsh keys its map by JSON.stringify
             char num[24], *q = num + sizeof num;
             unsigned long id = (unsigned long)id_number(n, as_tok_p(j, v), as_tok_len(j, v));
             do *--q = (char)('0' + id % 10); while (id /= 10);
             ed_rep(&e, v, q, (size_t)(num + sizeof num - q));
         } else {
-            ed_walk(&e, v, KEY_IS(j, k, "path"));
+            ed_walk(&e, v, AS_TOK_IS(j, k, "path"));
         }
         k = (int)j->t[v].next;
     }
-    ed_to(&e, j->t[0].end);
+    sp_rest(&e.sp);
 }
 
 // ---------------------------------------------------------------- fixture cwd
 
 // dsh tokenizeFixtureString's absolute-path rule: [X:]<sep>(seg<sep>)*basename
 // followed by the end, a separator, \s or <>'"()[]{},;:!?=.
-static int pass_basename(const char *s, size_t n, const char *base, size_t bl, as_buf *out)
+static void pass_basename(splice *sp, const char *base, size_t bl)
 {
-    if (!find(s, 0, n, base, bl)) return 0;
-    size_t cur = 0;
-    int changed = 0;
+    const char *s = sp->s;
+    size_t n = sp->n;
+    if (!find(s, 0, n, base, bl)) return;
     for (size_t p = 0; p < n; p++) {
         if (!is_sep(s[p])) continue;
         size_t c = p + 1, end = 0;
@@ -1387,58 +1338,30 @@ static int pass_basename(const char *s, size_t n, const char *base, size_t bl, a
         }
         if (!end) continue;
         size_t start = p;
-        if (p >= cur + 2 && s[p - 1] == ':' && is_alpha(s[p - 2])) start = p - 2;
-        as_buf_put(out, s + cur, start - cur);
-        as_buf_put(out, CWD_TOK, sizeof CWD_TOK - 1);
-        cur = end;
+        if (p >= sp->cur + 2 && s[p - 1] == ':' && is_alpha(s[p - 2])) start = p - 2;
+        SP_REP(sp, start, end, CWD_TOK);
         p = end - 1;
-        changed = 1;
     }
-    if (changed) as_buf_put(out, s + cur, n - cur);
-    return changed;
 }
 
 typedef struct { const as_norm *n; const char *base; size_t bl; } fix;
 
-static int first_child(const as_json *j, int tok) { return j->t[tok].count ? tok + 1 : -1; }
-
-static void fix_walk(const fix *f, const as_json *j, int tok, as_buf *out)
+// A scalar of the record: a string rewritten when a rule applies, anything else verbatim.
+static void fix_leaf(const void *ctx, const as_json *j, int tok, as_buf *out)
 {
+    const fix *f = ctx;
     const as_tok *t = &j->t[tok];
-    if (t->type == AS_JOBJ || t->type == AS_JARR) {
-        as_buf_putc(out, t->type == AS_JOBJ ? '{' : '[');
-        int c = first_child(j, tok);
-        for (uint32_t i = 0; i < t->count; i++) {
-            if (i) as_buf_putc(out, ',');
-            if (t->type == AS_JOBJ) {
-                as_buf_put(out, as_tok_p(j, c), as_tok_len(j, c));
-                as_buf_putc(out, ':');
-                c++;
-            }
-            fix_walk(f, j, c, out);
-            c = (int)j->t[c].next;
-        }
-        as_buf_putc(out, t->type == AS_JOBJ ? '}' : ']');
-        return;
-    }
-    if (t->type != AS_JSTR) { as_buf_put(out, j->s + t->start, t->end - t->start); return; }
-    as_norm *n = (as_norm *)f->n;
-    const char *body = j->s + t->start + 1;
-    size_t blen = t->end - t->start - 2;
-    if (t->esc) {
-        as_buf_reset(&n->dec);
-        as_jstr_decode(body, blen, &n->dec);
-        body = n->dec.p ? n->dec.p : "";
-        blen = n->dec.n;
-    }
-    if (!find(body, 0, blen, f->base, f->bl) && !find(body, 0, blen, "/private{{cwd}}", 15)) {
+    as_norm *n = (as_norm *)f->n;   // scratch buffers only
+    size_t blen;
+    const char *body = t->type == AS_JSTR ? str_body(n, j, tok, &blen) : NULL;
+    if (!body || (!find(body, 0, blen, f->base, f->bl) && !find(body, 0, blen, "/private{{cwd}}", 15))) {
         as_buf_put(out, j->s + t->start, t->end - t->start);
         return;
     }
     chain c = { { &n->s1, &n->s2 }, 0, body, blen, 0 };
-    for (size_t i = 0; i < n->nsp; i++) STEP(&c, pass_spelling(c.cur, c.n, &n->sp[i], o_));
-    STEP(&c, pass_basename(c.cur, c.n, f->base, f->bl, o_));
-    STEP(&c, pass_literal(c.cur, c.n, "/private{{cwd}}", 15, CWD_TOK, 7, o_));
+    for (size_t i = 0; i < n->nsp; i++) STEP(&c, pass_spelling(sp_, &n->sp[i]));
+    STEP(&c, pass_basename(sp_, f->base, f->bl));
+    STEP(&c, pass_literal(sp_, "/private{{cwd}}", 15, CWD_TOK, 7));
     if (c.changed) as_jstr_write(out, c.cur, c.n);
     else as_buf_put(out, j->s + t->start, t->end - t->start);
 }
@@ -1446,5 +1369,5 @@ static void fix_walk(const fix *f, const as_json *j, int tok, as_buf *out)
 void as_norm_fixture_cwd(const as_norm *n, const char *basename, size_t blen, const as_json *j, as_buf *out)
 {
     fix f = { n, basename, blen };
-    fix_walk(&f, j, 0, out);
+    cwalk(j, 0, fix_leaf, &f, out);
 }

@@ -1,5 +1,6 @@
-// norm.h - the normalizer core (DESIGN.md §5.3, §6): scrubbing of a run's
-// volatile values out of ACP transcripts and session logs.
+// norm.h - the normalizer core (scrub(1)): scrubbing of a run's volatile
+// values out of ACP transcripts and session logs, and the request-header
+// tokens of header pins (acpsnap-scenarios(5)).
 //
 // Everything works on byte spans: a record is walked token by token, the
 // container punctuation is re-emitted compactly, scalar bytes are copied
@@ -52,13 +53,6 @@ void as_norm_from_header(as_norm *n, const as_json *hdr);
 // (all backslashes → '/'). Appends the result to out; returns 1 when it
 // differs from the input, 0 when it is identical (out then holds a copy).
 int as_norm_str(const as_norm *n, const char *s, size_t len, int is_path, as_buf *out);
-// Cheap pre-check: 0 when as_norm_str would certainly return the input unchanged.
-int as_norm_str_may_change(const as_norm *n, const char *s, size_t len, int is_path);
-
-// Appends value token tok of j to out, compact, with every string value
-// scrubbed (object keys are never scrubbed). Unchanged scalars copied verbatim.
-// n NULL: no scrubbing (just the compact bytes).
-void as_norm_value(const as_norm *n, const as_json *j, int tok, as_buf *out);
 
 // ---------------------------------------------------------------- request headers
 enum { AS_HDR_SYSTEM = 1, AS_HDR_TOOLS = 2, AS_HDR_PREFIX = 4, AS_HDR_ALL = 7 };
@@ -74,14 +68,6 @@ typedef enum {
 } as_hdr_state;
 // which: AS_HDR_* bits (AS_HDR_ALL for the committed-fixture rule).
 as_hdr_state as_norm_header_state(const as_json *j, unsigned which);
-// Tokenizes the request-header bulk of the record (root 0 of j), as dsh does:
-// data.header.system → "{{system}}", data.header.tools → "{{tools}}" (when
-// the key is present, whatever its value), data.header.messages (session
-// prefix messages, an array) → each element "{{messagePrefix}}" (count kept).
-// Returns 1 and appends the rewritten compact line to out when something
-// changed; returns 0 and appends nothing when the record is not a request
-// header or already tokenized (copy the line through unchanged).
-int as_norm_tokenize_header(const as_json *j, unsigned which, as_buf *out);
 
 // ---------------------------------------------------------------- records
 // stdout: one ACP frame (root 0 must be an object; the caller checks). The
@@ -100,6 +86,10 @@ enum {
     AS_NS_SCRUB = 16,     // scrub every string with the context
     AS_NS_COMPARE = 2 | 4 | 8 | 16,  // the comparison form (oracle .normalized.jsonl)
 };
+// AS_NS_TOKENIZE does what dsh does to a request/header record:
+// data.header.system → "{{system}}", data.header.tools → "{{tools}}" (when
+// the key is present, whatever its value), data.header.messages (session
+// prefix messages, an array) → each element "{{messagePrefix}}" (count kept).
 // Session log: one record (root 0 an object; the caller checks). Appends the
 // normalized compact record (no LF) to out. n may be NULL when flags lack
 // AS_NS_SCRUB. dsh's normalizeSessionLog(scrubSessionSnapshot(x), ctx), the

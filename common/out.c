@@ -120,8 +120,6 @@ void as_out_line(as_out *o, const void *p, size_t n)
     as_out_write(o, "\n", 1);
 }
 
-void as_out_puts(as_out *o, const char *s) { as_out_write(o, s, strlen(s)); }
-
 void as_out_frame(as_out *o)
 {
     if (!o->zstd) return;
@@ -159,12 +157,5 @@ void as_out_commit(as_out *o)
     if (fsync(o->fd)) as_die_sys("sync %s", o->tmp);
     if (close(o->fd)) as_die_sys("close %s", o->tmp);
     if (rename(o->tmp, o->path)) as_die_sys("rename %s to %s", o->tmp, o->path);
-    release(o);
-}
-
-void as_out_abort(as_out *o)
-{
-    close(o->fd);
-    unlink(o->tmp);
     release(o);
 }

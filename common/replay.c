@@ -1,4 +1,4 @@
-// replay.c - the replay model: entries, scripts, overrides, derivation (DESIGN.md §4).
+// replay.c - the replay model (acpsnap-replay(5)): entries, scripts, overrides, derivation.
 #include "replay.h"
 
 #include <math.h>
@@ -17,42 +17,12 @@ static const char MSG_THROWN[] =
 
 // ---------------------------------------------------------------- helpers
 
-// Appends the bytes of a validated JSON text without insignificant whitespace.
-static void compact(const char *s, size_t n, as_buf *out)
-{
-    as_buf_grow(out, n);
-    int instr = 0;
-    for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        if (instr) {
-            out->p[out->n++] = c;
-            if (c == '\\' && i + 1 < n) out->p[out->n++] = s[++i];
-            else if (c == '"') instr = 0;
-        } else if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
-            continue;
-        } else {
-            out->p[out->n++] = c;
-            if (c == '"') instr = 1;
-        }
-    }
-    out->p[out->n] = 0;
-}
-
 static int chunk_type_of(const as_json *j, int tok)
 {
     if (j->t[tok].type != AS_JSTR) return -1;
     for (int k = 0; as_chunk_type_names[k]; k++)
         if (as_json_streq(j, tok, as_chunk_type_names[k])) return k;
     return -1;
-}
-
-// hasExactKeys: obj has exactly the listed members (a repeated key fails).
-static int exact_keys(const as_json *j, int obj, const char *const *keys)
-{
-    size_t n = 0;
-    for (; keys[n]; n++)
-        if (as_json_get(j, obj, keys[n]) < 0) return 0;
-    return j->t[obj].count == n;
 }
 
 static void seterr(as_replay_err *err, long pos, const char *fmt, ...)
@@ -77,7 +47,7 @@ static void short_repr(const as_json *j, int tok, char *dst, size_t cap)
         as_json_str(j, tok, &d);
         as_jstr_write(&b, d.p ? d.p : "", d.n);
     } else {
-        compact(as_tok_p(j, tok), as_tok_len(j, tok), &b);
+        as_json_compact(as_tok_p(j, tok), as_tok_len(j, tok), &b);
     }
     if (b.n > 48) {
         size_t cut = 45;
@@ -136,10 +106,10 @@ static int nonempty_str(const as_json *j, int tok)
 // Validates the entry at token tok of j (positions are j's source offsets).
 static int entry_check(const as_json *j, int tok, const char *where, as_replay_err *err)
 {
-    static const char *const k_chunks[] = {"kind", "chunks", NULL};
-    static const char *const k_throw[] = {"kind", "chunks", "message", "code", NULL};
-    static const char *const k_hang[] = {"kind", NULL};
-    static const char *const k_hang_rf[] = {"kind", "readyFile", NULL};
+    // hasExactKeys of the reference, per kind
+    static const as_key k_chunks[] = {AS_KEY("kind"), AS_KEY("chunks")};
+    static const as_key k_throw[] = {AS_KEY("kind"), AS_KEY("chunks"), AS_KEY("message"), AS_KEY("code")};
+    static const as_key k_hang_rf[] = {AS_KEY("kind"), AS_KEY("readyFile")};
     long at = (long)j->t[tok].start;
     if (j->t[tok].type != AS_JOBJ) {
         seterr(err, at, "%s must be an object", where);
@@ -147,14 +117,14 @@ static int entry_check(const as_json *j, int tok, const char *where, as_replay_e
     }
     int kind = as_json_get(j, tok, "kind");
     if (kind >= 0 && as_json_streq(j, kind, "chunks")) {
-        if (!exact_keys(j, tok, k_chunks)) {
+        if (!as_json_exact(j, tok, k_chunks, AS_NKEYS(k_chunks), NULL)) {
             seterr(err, at, "%s has invalid chunks-entry fields (want exactly kind, chunks)", where);
             return -1;
         }
         return read_chunks(j, as_json_get(j, tok, "chunks"), where, err);
     }
     if (kind >= 0 && as_json_streq(j, kind, "throw")) {
-        if (!exact_keys(j, tok, k_throw)) {
+        if (!as_json_exact(j, tok, k_throw, AS_NKEYS(k_throw), NULL)) {
             seterr(err, at, "%s has invalid throw-entry fields (want exactly kind, chunks, message, code)", where);
             return -1;
         }
@@ -171,7 +141,7 @@ static int entry_check(const as_json *j, int tok, const char *where, as_replay_e
     }
     if (kind >= 0 && as_json_streq(j, kind, "hang")) {
         int rf = as_json_get(j, tok, "readyFile");
-        if (!exact_keys(j, tok, rf < 0 ? k_hang : k_hang_rf)) {
+        if (!as_json_exact(j, tok, k_hang_rf, rf < 0 ? 1 : 2, NULL)) {   // kind, readyFile?
             seterr(err, at, "%s has invalid hang-entry fields (want kind and optional readyFile)", where);
             return -1;
         }
@@ -192,7 +162,7 @@ static void entry_fill(const as_json *src, int tok, as_replay_entry *e)
 {
     memset(e, 0, sizeof *e);
     as_buf b = {0};
-    compact(as_tok_p(src, tok), as_tok_len(src, tok), &b);
+    as_json_compact(as_tok_p(src, tok), as_tok_len(src, tok), &b);
     as_json j = {0};
     if (as_json_parse(&j, b.p, b.n) != 0)   // cannot happen: the source was valid
         as_die(AS_TROUBLE, "internal error: compacted entry does not parse");
@@ -299,8 +269,8 @@ static int safe_index(const as_json *j, int tok, size_t *out)
 
 int as_replay_override_parse(const char *s, size_t n, as_replay_override *ov, as_replay_err *err)
 {
-    static const char *const k_doc[] = {"patches", NULL};
-    static const char *const k_patch[] = {"at", "entry", NULL};
+    static const as_key k_doc[] = {AS_KEY("patches")};
+    static const as_key k_patch[] = {AS_KEY("at"), AS_KEY("entry")};
     memset(ov, 0, sizeof *ov);
     as_json j = {0};
     char where[64];
@@ -319,7 +289,7 @@ int as_replay_override_parse(const char *s, size_t n, as_replay_override *ov, as
             as_replay_script_push(&ov->script, &e);
         }
     } else {
-        int arr = j.t[0].type == AS_JOBJ && exact_keys(&j, 0, k_doc) ? as_json_get(&j, 0, "patches") : -1;
+        int arr = as_json_exact(&j, 0, k_doc, AS_NKEYS(k_doc), NULL) ? as_json_get(&j, 0, "patches") : -1;
         if (arr < 0 || j.t[arr].type != AS_JARR) {
             seterr(err, (long)j.t[arr < 0 ? 0 : arr].start,
                    "document must be a ReplayEntry[] or { patches: [...] }");
@@ -330,7 +300,7 @@ int as_replay_override_parse(const char *s, size_t n, as_replay_override *ov, as
         for (int t = as_json_first(&j, arr); t >= 0; t = as_json_nextel(&j, t), i++) {
             as_replay_patch *p = &ov->patch[ov->npatch];
             pos_linecol(s, j.t[t].start, &p->line, &p->col);
-            if (j.t[t].type != AS_JOBJ || !exact_keys(&j, t, k_patch)) {
+            if (!as_json_exact(&j, t, k_patch, AS_NKEYS(k_patch), NULL)) {
                 seterr(err, (long)j.t[t].start, "patch %zu must contain exactly at and entry", i);
                 goto bad;
             }

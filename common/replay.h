@@ -1,4 +1,4 @@
-// replay.h - the replay model (DESIGN.md §4): replay entries, scripts,
+// replay.h - the replay model (acpsnap-replay(5)): replay entries, scripts,
 // derivation from a session log, override documents.
 //
 // A replay script is a sequence of entries, one per model call, served
@@ -25,7 +25,7 @@
 
 typedef enum { AS_REPLAY_CHUNKS = 0, AS_REPLAY_THROW, AS_REPLAY_HANG } as_replay_kind;
 
-// Stream chunk types of DESIGN.md §4.1.
+// Stream chunk types (acpsnap-replay(5)).
 typedef enum {
     AS_CHUNK_BLOCK_START = 0, AS_CHUNK_TEXT_DELTA, AS_CHUNK_REASONING_DELTA,
     AS_CHUNK_TOOL_CALL_DELTA, AS_CHUNK_BLOCK_END, AS_CHUNK_USAGE, AS_CHUNK_FINISH
@@ -67,7 +67,7 @@ void as_replay_script_free(as_replay_script *sc);
 // detected) into sc (appends). Dies (exit 2) with file:line:col on any error.
 void as_replay_load(const char *path, as_replay_script *sc);
 
-// An override document (DESIGN.md §4.4): a bare array of entries replacing
+// An override document (acpsnap-replay(5)): a bare array of entries replacing
 // the derived script, or {"patches":[{"at":i,"entry":…}]}.
 typedef struct { size_t at; long line, col; as_replay_entry entry; } as_replay_patch;  // line/col: of the patch
 typedef struct {
@@ -93,7 +93,7 @@ void as_replay_override_apply(as_replay_override *ov, const char *path, as_repla
 // reference does: an index past n, then a repeated index. Dies on failure.
 void as_replay_patches_check(const as_replay_override *ov, const char *path, size_t n);
 
-// Streaming derivation (DESIGN.md §4.3) over an open session decoder:
+// Streaming derivation (acpsnap-replay(5)) over an open session decoder:
 // calls emit(ctx, json, len) with each entry's compact bytes as soon as its
 // model call closes (json valid only during the call). skip_seed: skip the
 // first header.seedLength decoded events (child logs). Returns the number of
@@ -111,7 +111,7 @@ size_t as_replay_derive(as_sess *s, int skip_seed, as_replay_emit_fn emit, void 
 void as_replay_from_session(const char *path, const char *override_path, int skip_seed,
                             as_replay_script *sc);
 
-// {{fromRequest:<regex>}} placeholders (DESIGN.md §4.5), resolved at stream
+// {{fromRequest:<regex>}} placeholders (acpsnap-replay(5)), resolved at stream
 // time against the live request. The pattern is JavaScript-flavoured; \d \w
 // \s and their negations are translated to POSIX ERE. The last match wins; its
 // first group, else the whole match, substitutes. Errors (a bad pattern, no

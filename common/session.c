@@ -1,10 +1,12 @@
-// session.c - the session log v0 codec (DESIGN.md §3): decoding packed rows
+// session.c - the session log v0 codec (acpsnap-session(5)): decoding packed rows
 // into events with envelopes (synthetic ones for projected input), strict row
 // validation, canonical packing of delta runs, projection.
 #include "acpsnap.h"
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define SAFE_MAX 9007199254740991LL
 
@@ -55,11 +57,52 @@ as_sess *as_sess_open(const char *path)
     return s;
 }
 
+// Appends line 1 of path to b: through the decoder when zstd, else its raw
+// bytes (so a binary file is simply not a log). -1 when path cannot be opened.
+static int first_line(const char *path, int zstd, as_buf *b)
+{
+    if (zstd) {
+        as_in *in = as_in_open(path);
+        const char *l;
+        size_t n;
+        if (as_in_line(in, &l, &n)) as_buf_put(b, l, n);
+        as_in_close(in);
+        return 0;
+    }
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t n = getline(&line, &cap, f);
+    if (n > 0) as_buf_put(b, line, (size_t)n);
+    free(line);
+    fclose(f);
+    return 0;
+}
+
+int as_is_session_log(const char *path)
+{
+    static const char magic[4] = {0x28, (char)0xb5, 0x2f, (char)0xfd};
+    char head[4];
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    ssize_t got = read(fd, head, 4);
+    close(fd);
+    int zstd = got == 4 && !memcmp(head, magic, 4);
+    as_buf b = {0};
+    as_json j = {0};
+    int r = first_line(path, zstd, &b);
+    if (r == 0 && b.n && as_json_parse(&j, b.p, b.n) == 0 && AS_TOK_IS(&j, as_json_get(&j, 0, "type"), "session"))
+        r = 1 + zstd;
+    as_buf_free(&b);
+    as_json_free(&j);
+    return r;
+}
+
 void as_sess_header(const as_sess *s, const char **line, size_t *len) { *line = s->header.p; *len = s->header.n; }
 void as_sess_line(const as_sess *s, const char **line, size_t *len) { *line = s->line; *len = s->len; }
 as_form as_sess_form(const as_sess *s) { return s->form; }
 const char *as_sess_name(const as_sess *s) { return as_in_name(s->in); }
-as_in *as_sess_in(as_sess *s) { return s->in; }
 
 void as_sess_close(as_sess *s)
 {
@@ -87,23 +130,6 @@ static void set_form(as_sess *s, as_form f)
               f == AS_FORM_PROJECTED ? "has one" : "does not");
 }
 
-// 1 when object obj has exactly the keys listed, each once.
-static int exact(const as_json *j, int obj, const as_key *keys, int n, int *idx)
-{
-    if (as_json_pick(j, obj, keys, n, idx) != n) return 0;
-    for (int i = 0; i < n; i++)
-        if (idx[i] < 0) return 0;
-    return 1;
-}
-
-static int exact_keys(const as_json *j, int obj, const char *const *keys)
-{
-    as_key k[16] = {{0, 0}};
-    int idx[16], n = 0;
-    for (; keys[n]; n++) { k[n].s = keys[n]; k[n].n = strlen(keys[n]); }
-    return exact(j, obj, k, n, idx);
-}
-
 static int is_num(const as_json *j, int tok) { return tok >= 0 && j->t[tok].type == AS_JNUM; }
 
 // Validates a row-tagged line (kind) and arms its expansion.
@@ -119,9 +145,10 @@ static void start_row(as_sess *s, int kind)
         MALFORMED("%s without %s", seq0 >= 0 ? "seq0" : "time0", seq0 >= 0 ? "time0" : "seq0");
     int projected = seq0 < 0;
     set_form(s, projected ? AS_FORM_PROJECTED : AS_FORM_PERSISTED);
-    static const char *const env_full[] = {"type", "seq0", "time0", "data", NULL};
-    static const char *const env_proj[] = {"type", "data", NULL};
-    if (!exact_keys(j, 0, projected ? env_proj : env_full))
+    static const as_key env_full[] = {AS_KEY("type"), AS_KEY("seq0"), AS_KEY("time0"), AS_KEY("data")};
+    static const as_key env_proj[] = {AS_KEY("type"), AS_KEY("data")};
+    if (projected ? !as_json_exact(j, 0, env_proj, AS_NKEYS(env_proj), NULL)
+                  : !as_json_exact(j, 0, env_full, AS_NKEYS(env_full), NULL))
         MALFORMED(projected ? "envelope must be exactly {type, data}" : "envelope must be exactly {type, seq0, time0, data}");
     int64_t vseq0 = s->nextseq, vtime0 = 0;
     if (!projected) {
@@ -132,18 +159,20 @@ static void start_row(as_sess *s, int kind)
     if (j->t[data].type != AS_JOBJ) MALFORMED("data must be an object");
     const char *payload_key = kind == AS_DELTA_TOOL ? "args" : "texts";
     if (kind == AS_DELTA_TOOL) {
-        static const char *const k1[] = {"turn", "step", "index", "id", "name", "dt", "args", NULL};
-        static const char *const k2[] = {"turn", "step", "index", "id", "dt", "args", NULL};
-        int with_name = exact_keys(j, data, k1);
-        if (!with_name && !exact_keys(j, data, k2))
+        static const as_key k1[] = {AS_KEY("turn"), AS_KEY("step"), AS_KEY("index"), AS_KEY("id"),
+                                    AS_KEY("name"), AS_KEY("dt"), AS_KEY("args")};
+        static const as_key k2[] = {AS_KEY("turn"), AS_KEY("step"), AS_KEY("index"), AS_KEY("id"),
+                                    AS_KEY("dt"), AS_KEY("args")};
+        int with_name = as_json_exact(j, data, k1, AS_NKEYS(k1), NULL);
+        if (!with_name && !as_json_exact(j, data, k2, AS_NKEYS(k2), NULL))
             MALFORMED("data must be exactly {turn, step, index, id, name?, dt, args}");
         s->id = as_json_get(j, data, "id");
         s->name = with_name ? as_json_get(j, data, "name") : -1;
         if (j->t[s->id].type != AS_JSTR || (with_name && j->t[s->name].type != AS_JSTR))
             MALFORMED("id (and name when present) must be strings");
     } else {
-        static const char *const k[] = {"turn", "step", "index", "dt", "texts", NULL};
-        if (!exact_keys(j, data, k)) MALFORMED("data must be exactly {turn, step, index, dt, texts}");
+        static const as_key k[] = {AS_KEY("turn"), AS_KEY("step"), AS_KEY("index"), AS_KEY("dt"), AS_KEY("texts")};
+        if (!as_json_exact(j, data, k, AS_NKEYS(k), NULL)) MALFORMED("data must be exactly {turn, step, index, dt, texts}");
         s->id = s->name = -1;
     }
     s->turn = as_json_get(j, data, "turn");
@@ -313,11 +342,11 @@ static as_delta classify(const as_event *ev, delta_f *f)
         memcpy(e, ev->root + 1, sizeof e);
         for (int i = 0; i < 4; i++)
             if (e[i] < 0) return AS_DELTA_NONE;
-    } else if (!exact(j, 0, env, 4, e)) {
+    } else if (!as_json_exact(j, 0, env, 4, e)) {
         return AS_DELTA_NONE;
     }
     if (!AS_TOK_IS(j, e[0], "assistant/chunk")) return AS_DELTA_NONE;
-    if (!exact(j, e[3], dk, 3, d)) return AS_DELTA_NONE;
+    if (!as_json_exact(j, e[3], dk, 3, d)) return AS_DELTA_NONE;
     f->turn = d[0];
     f->step = d[1];
     if (!is_num(j, f->turn) || !is_num(j, f->step)) return AS_DELTA_NONE;
@@ -340,12 +369,6 @@ static as_delta classify(const as_event *ev, delta_f *f)
         return f->kind = AS_DELTA_TOOL;
     }
     return AS_DELTA_NONE;
-}
-
-as_delta as_event_delta(const as_event *ev)
-{
-    delta_f f;
-    return classify(ev, &f);
 }
 
 struct as_packer {

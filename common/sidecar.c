@@ -72,39 +72,28 @@ static void str_out(const as_json *j, int tok, int is_path, as_scrub_fn scrub, v
 void as_pretty(const as_json *j, int tok, int depth, as_scrub_fn scrub, void *ctx, as_buf *out)
 {
     const as_tok *t = &j->t[tok];
-    switch (t->type) {
-    case AS_JSTR: str_out(j, tok, 0, scrub, ctx, out); return;
-    case AS_JNUM: as_js_number(j, tok, out); return;
-    case AS_JARR:
-        if (!t->count) { as_buf_put(out, "[]", 2); return; }
-        as_buf_putc(out, '[');
-        for (int e = as_json_first(j, tok); e >= 0; e = as_json_nextel(j, e)) {
-            if (e != tok + 1) as_buf_putc(out, ',');
-            indent(out, depth + 1);
-            as_pretty(j, e, depth + 1, scrub, ctx, out);
-        }
-        indent(out, depth);
-        as_buf_putc(out, ']');
-        return;
-    case AS_JOBJ:
-        if (!t->count) { as_buf_put(out, "{}", 2); return; }
-        as_buf_putc(out, '{');
-        for (int k = as_json_firstkey(j, tok); k >= 0; k = as_json_nextkey(j, k)) {
-            if (k != tok + 1) as_buf_putc(out, ',');
-            indent(out, depth + 1);
-            str_out(j, k, 0, NULL, NULL, out);
+    if (t->type == AS_JSTR) { str_out(j, tok, 0, scrub, ctx, out); return; }
+    if (t->type == AS_JNUM) { as_js_number(j, tok, out); return; }
+    if (t->type != AS_JARR && t->type != AS_JOBJ) { as_buf_put(out, as_tok_p(j, tok), as_tok_len(j, tok)); return; }
+    int obj = t->type == AS_JOBJ;
+    if (!t->count) { as_buf_puts(out, obj ? "{}" : "[]"); return; }
+    as_buf_putc(out, obj ? '{' : '[');
+    int c = tok + 1;   // the element, or the member's key
+    for (uint32_t i = 0; i < t->count; i++, c = (int)j->t[c].next) {
+        if (i) as_buf_putc(out, ',');
+        indent(out, depth + 1);
+        int is_path = 0;
+        if (obj) {
+            str_out(j, c, 0, NULL, NULL, out);
             as_buf_put(out, ": ", 2);
-            if (j->t[k + 1].type == AS_JSTR)
-                str_out(j, k + 1, as_json_streq(j, k, "path"), scrub, ctx, out);
-            else
-                as_pretty(j, k + 1, depth + 1, scrub, ctx, out);
+            is_path = as_json_streq(j, c, "path");
+            c++;
         }
-        indent(out, depth);
-        as_buf_putc(out, '}');
-        return;
-    default:
-        as_buf_put(out, as_tok_p(j, tok), as_tok_len(j, tok));
+        if (j->t[c].type == AS_JSTR) str_out(j, c, is_path, scrub, ctx, out);
+        else as_pretty(j, c, depth + 1, scrub, ctx, out);
     }
+    indent(out, depth);
+    as_buf_putc(out, obj ? '}' : ']');
 }
 
 #define MARK "\n<!-- request/header change "

@@ -1,10 +1,17 @@
-// sidecar.h - request-header pin sidecars (DESIGN.md §5.3): dsh's exact
+// sidecar.h - request-header pin sidecars (acpsnap-scenarios(5)): dsh's exact
 // formatting of system-prompt[.N].expected.md and tool-schemas[.N].expected.json,
 // and JSON.stringify(value, null, 2) over scanner tokens.
 #ifndef ACPSNAP_SIDECAR_H
 #define ACPSNAP_SIDECAR_H
 
 #include "acpsnap.h"
+
+// The sidecar files of a scenario directory: a header pin's (at the row that
+// owns them), and a pinned child N's (printf formats of N).
+#define AS_PROMPT_SIDECAR "system-prompt.expected.md"
+#define AS_SCHEMAS_SIDECAR "tool-schemas.expected.json"
+#define AS_CHILD_PROMPT_SIDECAR "system-prompt.%d.expected.md"
+#define AS_CHILD_SCHEMAS_SIDECAR "tool-schemas.%d.expected.json"
 
 // A string scrubber: appends the scrubbed form of s to out (is_path: the
 // value of a member named "path"). as_norm_str (norm.h) fits with a cast-free

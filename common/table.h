@@ -1,6 +1,6 @@
 // table.h - the scenario table (scenarios.jsonl) and the drive script
-// (input.json): readers with strict validation (DESIGN.md §5,
-// acpsnap-scenarios(5)). Shared by fixture-guard, sidecar-dedupe and acp-drive.
+// (input.json): readers with strict validation (acpsnap-scenarios(5)).
+// Shared by fixture-guard, sidecar-dedupe and acp-drive.
 //
 // Problems are reported through an as_report_fn. With a NULL reporter every
 // problem is fatal (house-format message, exit 2), which is what a runner
@@ -61,7 +61,7 @@ size_t as_table_load(const char *path, as_table *t, as_report_fn report, void *c
 const as_scenario *as_table_find(const as_table *t, const char *name);
 void as_table_free(as_table *t);
 
-// Header pins (DESIGN.md §5.3), resolved as dsh does. For row i:
+// Header pins (acpsnap-scenarios(5)), resolved as dsh does. For row i:
 typedef struct {
     int pin;            // index of the pin of its headerClass, -1 when none
     int prompt_src;     // pins only: index of the row owning its prompt sidecar, -1 unusable

@@ -24,37 +24,48 @@ void acp_send(const char *line, size_t len) {
     pthread_mutex_unlock(&ag.out_mu);
 }
 
+// Sends the message built in b (and frees it).
+static void send_buf(as_buf *b) {
+    acp_send(b->p, b->n);
+    as_buf_free(b);
+}
+
+// Starts a response to the request whose id has the JSON bytes id[0, idlen).
+static void response_head(as_buf *b, const char *id, size_t idlen) {
+    as_buf_puts(b, "{\"jsonrpc\":\"2.0\",\"id\":");
+    as_buf_put(b, id, idlen);
+}
+
+// Starts a request (id >= 0) or a notification (id < 0) about session s,
+// up to its params.sessionId.
+static void session_message(as_buf *b, int64_t id, const char *method, const session *s) {
+    as_buf_puts(b, "{\"jsonrpc\":\"2.0\",");
+    if (id >= 0) as_buf_printf(b, "\"id\":%lld,", (long long)id);
+    as_buf_printf(b, "\"method\":\"%s\",\"params\":{\"sessionId\":", method);
+    jstr(b, s->id);
+}
+
 static void send_result(const char *id, size_t idlen, const char *result) {
     as_buf b = {0};
-    as_buf_puts(&b, "{\"jsonrpc\":\"2.0\",\"id\":");
-    as_buf_put(&b, id, idlen);
-    as_buf_puts(&b, ",\"result\":");
-    as_buf_puts(&b, result);
-    as_buf_putc(&b, '}');
-    acp_send(b.p, b.n);
-    as_buf_free(&b);
+    response_head(&b, id, idlen);
+    as_buf_printf(&b, ",\"result\":%s}", result);
+    send_buf(&b);
 }
 
 static void send_error(const char *id, size_t idlen, int code, const char *msg) {
     as_buf b = {0};
-    as_buf_puts(&b, "{\"jsonrpc\":\"2.0\",\"id\":");
-    as_buf_put(&b, id, idlen);
+    response_head(&b, id, idlen);
     as_buf_printf(&b, ",\"error\":{\"code\":%d,\"message\":", code);
     jstr(&b, msg);
     as_buf_puts(&b, "}}");
-    acp_send(b.p, b.n);
-    as_buf_free(&b);
+    send_buf(&b);
 }
 
 void acp_notify_update(const session *s, const char *update) {
     as_buf b = {0};
-    as_buf_puts(&b, "{\"jsonrpc\":\"2.0\",\"method\":\"session/update\",\"params\":{\"sessionId\":");
-    jstr(&b, s->id);
-    as_buf_puts(&b, ",\"update\":");
-    as_buf_puts(&b, update);
-    as_buf_puts(&b, "}}");
-    acp_send(b.p, b.n);
-    as_buf_free(&b);
+    session_message(&b, -1, "session/update", s);
+    as_buf_printf(&b, ",\"update\":%s}}", update);
+    send_buf(&b);
 }
 
 int acp_ask_permission(session *s, const char *call_id, const char *tool) {
@@ -66,17 +77,14 @@ int acp_ask_permission(session *s, const char *call_id, const char *tool) {
     pthread_mutex_unlock(&ag.mu);
 
     as_buf b = {0};
-    as_buf_printf(&b, "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"method\":\"session/request_permission\","
-                      "\"params\":{\"sessionId\":", (long long)pd.id);
-    jstr(&b, s->id);
+    session_message(&b, pd.id, "session/request_permission", s);
     as_buf_puts(&b, ",\"toolCall\":{\"toolCallId\":");
     jstr(&b, call_id);
     as_buf_puts(&b, ",\"title\":");
     jstr(&b, tool);
     as_buf_puts(&b, "},\"options\":[{\"optionId\":\"allow-once\",\"name\":\"Allow once\",\"kind\":\"allow_once\"},"
                     "{\"optionId\":\"reject-once\",\"name\":\"Reject\",\"kind\":\"reject_once\"}]}}");
-    acp_send(b.p, b.n);
-    as_buf_free(&b);
+    send_buf(&b);
 
     pthread_mutex_lock(&ag.mu);
     while (!pd.done && !s->cancel) pthread_cond_wait(&ag.cv, &ag.mu);

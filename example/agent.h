@@ -44,8 +44,6 @@ void uuid_v4(char out[37]);
 void random_hex(char *out, size_t n);     // n hex digits + NUL
 // Appends s as a JSON string literal (JSON.stringify escaping).
 static inline void jstr(as_buf *b, const char *s) { as_jstr_write(b, s, strlen(s)); }
-// Appends the JSON bytes of s with whitespace outside strings removed.
-void json_compact(as_buf *b, const char *s, size_t n);
 // Decoded string value of `key` in object obj, or NULL when absent / not a string (caller frees).
 char *json_getstr(const as_json *j, int obj, const char *key);
 

@@ -35,55 +35,70 @@ static char *unescape(const char *v) {
     return b.p;
 }
 
+#define FIELD(type, c, off) ((type *)((char *)(c) + (off)))
+
+// Settings that take one of a few words: the setting is the word's index.
+static int apply_choice(config *c, const char *k, const char *v, const char **err) {
+    static const struct { const char *k; size_t off; const char *words[4]; const char *err; } keys[] = {
+        {"mode", offsetof(config, replay), {"live", "replay"}, "mode must be live or replay"},
+        {"persistence", offsetof(config, raw), {"zstd", "raw"}, "persistence must be zstd or raw"},
+        {"thinking", offsetof(config, thinking), {"disabled", "enabled"}, "thinking must be enabled or disabled"},
+        {"permission", offsetof(config, permission), {"allow", "ask", "reject"},   // PERM_* order
+         "permission must be allow, ask or reject"},
+    };
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        if (strcmp(k, keys[i].k)) continue;
+        *err = keys[i].err;
+        for (int w = 0; keys[i].words[w]; w++)
+            if (!strcmp(v, keys[i].words[w])) { *FIELD(int, c, keys[i].off) = w; *err = NULL; }
+        return 1;
+    }
+    return 0;
+}
+
+// Settings that take a string as it is.
+static int apply_string(config *c, const char *k, const char *v) {
+    static const struct { const char *k; size_t off; } keys[] = {
+        {"replay_script", offsetof(config, replay_script)}, {"replay_override", offsetof(config, replay_override)},
+        {"sessions_root", offsetof(config, sessions_root)}, {"spill_root", offsetof(config, spill_root)},
+        {"base_url", offsetof(config, base_url)}, {"api_key", offsetof(config, api_key)},
+        {"model", offsetof(config, model)}, {"provider", offsetof(config, provider)},
+    };
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        if (!strcmp(k, keys[i].k)) { setstr(FIELD(char *, c, keys[i].off), v); return 1; }
+    return 0;
+}
+
+// Settings that take an integer with a lower bound.
+static int apply_number(config *c, const char *k, const char *v, const char **err) {
+    static const struct { const char *k; size_t off; long min; } keys[] = {
+        {"max_tokens", offsetof(config, max_tokens), 0},
+        {"max_steps", offsetof(config, max_steps), 1},
+        {"bash_timeout_ms", offsetof(config, bash_timeout_ms), 1},
+        {"output_cap", offsetof(config, output_cap), 1},
+        {"context_budget", offsetof(config, context_budget), 0},
+        {"request_timeout_ms", offsetof(config, request_timeout_ms), 1},
+        {"idle_timeout_ms", offsetof(config, idle_timeout_ms), 1},
+    };
+    long n;
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        if (strcmp(k, keys[i].k)) continue;
+        if (parse_long(v, &n) || n < keys[i].min)
+            *err = keys[i].min ? "value must be a positive integer" : "value must be a non-negative integer";
+        else
+            *FIELD(long, c, keys[i].off) = n;
+        return 1;
+    }
+    return 0;
+}
+
 // Applies key = value; returns NULL or a static error message.
 static const char *apply(config *c, const char *k, const char *v) {
-    long n;
-    if (!strcmp(k, "mode")) {
-        if (!strcmp(v, "replay")) c->replay = 1;
-        else if (!strcmp(v, "live")) c->replay = 0;
-        else return "mode must be live or replay";
-    } else if (!strcmp(k, "replay_script")) setstr(&c->replay_script, v);
-    else if (!strcmp(k, "replay_override")) setstr(&c->replay_override, v);
-    else if (!strcmp(k, "sessions_root")) setstr(&c->sessions_root, v);
-    else if (!strcmp(k, "spill_root")) setstr(&c->spill_root, v);
-    else if (!strcmp(k, "persistence")) {
-        if (!strcmp(v, "zstd")) c->raw = 0;
-        else if (!strcmp(v, "raw")) c->raw = 1;
-        else return "persistence must be zstd or raw";
-    } else if (!strcmp(k, "base_url")) setstr(&c->base_url, v);
-    else if (!strcmp(k, "api_key")) setstr(&c->api_key, v);
-    else if (!strcmp(k, "model")) setstr(&c->model, v);
-    else if (!strcmp(k, "provider")) setstr(&c->provider, v);
-    else if (!strcmp(k, "thinking")) {
-        if (!strcmp(v, "enabled")) c->thinking = 1;
-        else if (!strcmp(v, "disabled")) c->thinking = 0;
-        else return "thinking must be enabled or disabled";
-    } else if (!strcmp(k, "permission")) {
-        if (!strcmp(v, "allow")) c->permission = PERM_ALLOW;
-        else if (!strcmp(v, "ask")) c->permission = PERM_ASK;
-        else if (!strcmp(v, "reject")) c->permission = PERM_REJECT;
-        else return "permission must be allow, ask or reject";
-    } else if (!strcmp(k, "system_prompt")) { free(c->system_prompt); c->system_prompt = unescape(v); }
-    else {
-        static const struct { const char *k; size_t off; long min; } nums[] = {
-            {"max_tokens", offsetof(config, max_tokens), 0},
-            {"max_steps", offsetof(config, max_steps), 1},
-            {"bash_timeout_ms", offsetof(config, bash_timeout_ms), 1},
-            {"output_cap", offsetof(config, output_cap), 1},
-            {"context_budget", offsetof(config, context_budget), 0},
-            {"request_timeout_ms", offsetof(config, request_timeout_ms), 1},
-            {"idle_timeout_ms", offsetof(config, idle_timeout_ms), 1},
-        };
-        for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++)
-            if (!strcmp(k, nums[i].k)) {
-                if (parse_long(v, &n) || n < nums[i].min)
-                    return nums[i].min ? "value must be a positive integer"
-                                       : "value must be a non-negative integer";
-                *(long *)((char *)c + nums[i].off) = n;
-                return NULL;
-            }
-        return "unknown key";
-    }
+    const char *err = NULL;
+    if (apply_choice(c, k, v, &err) || apply_string(c, k, v) || apply_number(c, k, v, &err)) return err;
+    if (strcmp(k, "system_prompt")) return "unknown key";
+    free(c->system_prompt);
+    c->system_prompt = unescape(v);
     return NULL;
 }
 

@@ -301,28 +301,43 @@ static void agent_text(session *s, const char *text) {
     as_buf_free(&u);
 }
 
+// The configured "provider":…,"model":… members.
+static void provider_model(as_buf *b) {
+    as_buf_puts(b, "\"provider\":");
+    jstr(b, ag.cfg.provider);
+    as_buf_puts(b, ",\"model\":");
+    jstr(b, ag.cfg.model);
+}
+
+// The blocks of c that hold content, as a JSON array appended to out;
+// returns how many. With text non-NULL, the texts of its text blocks are
+// appended to text too.
+static int blocks_json(const call *c, as_buf *out, as_buf *text) {
+    int n = 0;
+    as_buf_putc(out, '[');
+    for (int i = 0; i < c->nb; i++) {
+        const block *b = &c->b[i];
+        if (b->kind == B_NONE || !b->bytes.n) continue;
+        if (n++) as_buf_putc(out, ',');
+        as_buf_put(out, b->bytes.p, b->bytes.n);
+        if (text && b->kind == B_TEXT) as_buf_puts(text, b->text);
+    }
+    as_buf_putc(out, ']');
+    return n;
+}
+
 // Records assistant/message for c and sends its committed text blocks.
 // Returns 0 when nothing was recorded (an interrupted call with no content).
 static int commit_message(session *s, int turn, int step, call *c, int interrupted) {
     as_buf content = {0}, d = {0}, extra = {0};
-    int n = 0;
-    as_buf_putc(&content, '[');
-    for (int i = 0; i < c->nb; i++) {
-        block *b = &c->b[i];
-        if (b->kind == B_NONE || !b->bytes.n) continue;
-        if (n++) as_buf_putc(&content, ',');
-        as_buf_put(&content, b->bytes.p, b->bytes.n);
-    }
-    as_buf_putc(&content, ']');
+    int n = blocks_json(c, &content, NULL);
     if (interrupted && !n) { as_buf_free(&content); return 0; }
     char mid[37];
     uuid_v4(mid);
     as_buf_printf(&d, "{\"turn\":%d,\"step\":%d,\"message\":{\"role\":\"assistant\",\"content\":", turn, step);
     as_buf_put(&d, content.p, content.n);
-    as_buf_puts(&d, ",\"source\":{\"kind\":\"model\",\"provider\":");
-    jstr(&d, ag.cfg.provider);
-    as_buf_puts(&d, ",\"model\":");
-    jstr(&d, ag.cfg.model);
+    as_buf_puts(&d, ",\"source\":{\"kind\":\"model\",");
+    provider_model(&d);
     as_buf_puts(&d, "},\"id\":");
     jstr(&d, mid);
     as_buf_putc(&d, '}');
@@ -347,10 +362,8 @@ static int commit_message(session *s, int turn, int step, call *c, int interrupt
 
 static void write_header(session *s, const char *sys) {
     as_buf h = {0};
-    as_buf_puts(&h, "{\"config\":{\"provider\":");
-    jstr(&h, ag.cfg.provider);
-    as_buf_puts(&h, ",\"model\":");
-    jstr(&h, ag.cfg.model);
+    as_buf_puts(&h, "{\"config\":{");
+    provider_model(&h);
     as_buf_puts(&h, "},\"system\":");
     jstr(&h, sys);
     as_buf_puts(&h, ",\"tools\":");
@@ -386,16 +399,7 @@ static int compact(session *s, int turn, int step, call *out) {
         return out->status;
     }
     as_buf summary = {0}, raw = {0}, d = {0};
-    int n = 0;
-    as_buf_putc(&raw, '[');
-    for (int i = 0; i < out->nb; i++) {
-        block *b = &out->b[i];
-        if (b->kind == B_NONE || !b->bytes.n) continue;
-        if (n++) as_buf_putc(&raw, ',');
-        as_buf_put(&raw, b->bytes.p, b->bytes.n);
-        if (b->kind == B_TEXT) as_buf_puts(&summary, b->text);
-    }
-    as_buf_putc(&raw, ']');
+    blocks_json(out, &raw, &summary);
     if (!summary.p) as_buf_puts(&summary, "");
     as_buf_printf(&d, "{\"turn\":%d,\"step\":%d,\"summary\":", turn, step);
     jstr(&d, summary.p);
@@ -428,7 +432,7 @@ static void tool_updates(session *s, const block *b) {
     as_json j = {0};
     if (b->text && as_json_parse(&j, b->text, strlen(b->text)) == 0 && j.t[0].type == AS_JOBJ) {
         as_buf_puts(&u, ",\"rawInput\":");
-        json_compact(&u, b->text, strlen(b->text));
+        as_json_compact(b->text, strlen(b->text), &u);
     }
     as_json_free(&j);
     as_buf_putc(&u, '}');

@@ -51,25 +51,6 @@ void random_hex(char *out, size_t n) {
     out[n] = 0;
 }
 
-void json_compact(as_buf *b, const char *s, size_t n) {
-    int instr = 0;
-    as_buf_grow(b, n);
-    for (size_t i = 0; i < n; i++) {
-        char ch = s[i];
-        if (instr) {
-            b->p[b->n++] = ch;
-            if (ch == '\\' && i + 1 < n) b->p[b->n++] = s[++i];
-            else if (ch == '"') instr = 0;
-        } else if (ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r') {
-            continue;
-        } else {
-            b->p[b->n++] = ch;
-            if (ch == '"') instr = 1;
-        }
-    }
-    b->p[b->n] = 0;
-}
-
 char *json_getstr(const as_json *j, int obj, const char *key) {
     int v = as_json_get(j, obj, key);
     if (v < 0 || j->t[v].type != AS_JSTR) return NULL;

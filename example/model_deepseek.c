@@ -1,6 +1,6 @@
 // model_deepseek.c - the DeepSeek adapter: OpenAI-compatible chat
 // completions with SSE streaming over libcurl, translated to the stream
-// chunks of DESIGN.md §4.1. Runs the transfer on its own thread.
+// chunks of acpsnap-replay(5). Runs the transfer on its own thread.
 #include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,9 +92,10 @@ static void block_start(ds *d, int idx, const char *type) {
     as_buf_free(&b);
 }
 
+// A <type>-delta chunk (type "text" or "reasoning") of block idx.
 static void delta(ds *d, const char *type, int idx, const char *text, size_t n) {
     as_buf b = {0};
-    as_buf_printf(&b, "{\"type\":\"%s\",\"index\":%d,\"text\":", type, idx);
+    as_buf_printf(&b, "{\"type\":\"%s-delta\",\"index\":%d,\"text\":", type, idx);
     as_jstr_write(&b, text, n);
     as_buf_putc(&b, '}');
     push(d, &b);
@@ -126,6 +127,18 @@ static void translate_usage(ds *d, const as_json *j, int u) {
     as_buf_putc(&d->usage, '}');
 }
 
+// A non-empty string delta tok of kind type ("reasoning" or "text"): a
+// <type>-delta chunk in *block (opened on first use), its text kept in acc.
+static void text_delta(ds *d, const as_json *j, int tok, int *block, const char *type, as_buf *acc) {
+    if (tok < 0 || j->t[tok].type != AS_JSTR || as_tok_len(j, tok) <= 2) return;
+    as_buf t = {0};
+    as_json_str(j, tok, &t);
+    if (*block < 0) { *block = d->nblocks++; block_start(d, *block, type); }
+    delta(d, type, *block, t.p, t.n);
+    as_buf_put(acc, t.p, t.n);
+    as_buf_free(&t);
+}
+
 // One SSE data payload (a chat.completion.chunk).
 static void on_chunk(ds *d, const char *s, size_t n) {
     as_json j = {0};
@@ -149,24 +162,8 @@ static void on_chunk(ds *d, const char *s, size_t n) {
     if (c0 < 0 || j.t[c0].type != AS_JOBJ) { as_json_free(&j); return; }
     int dl = as_json_get(&j, c0, "delta");
     if (dl >= 0 && j.t[dl].type == AS_JOBJ) {
-        int rc = as_json_get(&j, dl, "reasoning_content");
-        if (rc >= 0 && j.t[rc].type == AS_JSTR && as_tok_len(&j, rc) > 2) {
-            as_buf t = {0};
-            as_json_str(&j, rc, &t);
-            if (d->reas_block < 0) { d->reas_block = d->nblocks++; block_start(d, d->reas_block, "reasoning"); }
-            delta(d, "reasoning-delta", d->reas_block, t.p, t.n);
-            as_buf_put(&d->reas, t.p, t.n);
-            as_buf_free(&t);
-        }
-        int ct = as_json_get(&j, dl, "content");
-        if (ct >= 0 && j.t[ct].type == AS_JSTR && as_tok_len(&j, ct) > 2) {
-            as_buf t = {0};
-            as_json_str(&j, ct, &t);
-            if (d->text_block < 0) { d->text_block = d->nblocks++; block_start(d, d->text_block, "text"); }
-            delta(d, "text-delta", d->text_block, t.p, t.n);
-            as_buf_put(&d->text, t.p, t.n);
-            as_buf_free(&t);
-        }
+        text_delta(d, &j, as_json_get(&j, dl, "reasoning_content"), &d->reas_block, "reasoning", &d->reas);
+        text_delta(d, &j, as_json_get(&j, dl, "content"), &d->text_block, "text", &d->text);
         int tcs = as_json_get(&j, dl, "tool_calls");
         for (int el = tcs >= 0 && j.t[tcs].type == AS_JARR ? as_json_first(&j, tcs) : -1; el >= 0;
              el = as_json_nextel(&j, el)) {

@@ -1,5 +1,5 @@
 // model_replay.c - the replay adapter: serves a replay script positionally
-// (DESIGN.md §4.2, §4.5). Never touches the network or .env.
+// (acpsnap-replay(5)). Never touches the network or .env.
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -15,25 +15,10 @@ static struct {
     int failures;
 } rp;
 
-// 1 when the first line of path is a session header (a log to derive from).
-static int is_session_log(const char *path) {
-    as_in *in = as_in_open(path);
-    const char *line; size_t len;
-    int yes = 0;
-    if (as_in_line(in, &line, &len)) {
-        as_json j = {0};
-        if (as_json_parse(&j, line, len) == 0 && j.t[0].type == AS_JOBJ) {
-            int t = as_json_get(&j, 0, "type");
-            yes = t >= 0 && as_json_streq(&j, t, "session");
-        }
-        as_json_free(&j);
-    }
-    as_in_close(in);
-    return yes;
-}
-
 int replay_init(const config *c) {
-    if (is_session_log(c->replay_script))
+    int log = as_is_session_log(c->replay_script);   // else a replay script
+    if (log < 0) as_die_sys("open %s", c->replay_script);
+    if (log)
         as_replay_from_session(c->replay_script, c->replay_override, 1, &rp.sc);  // child logs skip their seed
     else {
         if (c->replay_override)

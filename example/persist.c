@@ -1,4 +1,4 @@
-// persist.c - session logs in format v0 (DESIGN.md §3): one log per session,
+// persist.c - session logs in format v0 (acpsnap-session(5)): one log per session,
 // zstd frames (header frame, then one frame per durable batch) or raw JSONL,
 // chunk-delta runs packed canonically by common/'s packer, write + fsync per
 // batch, a torn tail cut off on load.
@@ -164,18 +164,12 @@ void persist_close(persist *p) {
 
 // ---------------------------------------------------------------- load
 
-// Reads the whole file into b; -1 when it does not exist.
-static int slurp(const char *path, as_buf *b) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) { if (errno == ENOENT) return -1; as_die_sys("open %s", path); }
-    char tmp[65536];
-    ssize_t r;
-    while ((r = read(fd, tmp, sizeof tmp)) != 0) {
-        if (r < 0) { if (errno == EINTR) continue; as_die_sys("read %s", path); }
-        as_buf_put(b, tmp, (size_t)r);
-    }
-    close(fd);
-    return 0;
+// Reads the whole file into b: 0, or -1 when it does not exist. Dies when
+// it cannot be read.
+static int read_log(const char *path, as_buf *b) {
+    if (as_read_raw(path, b) == 0) return 0;
+    if (errno != ENOENT) as_die_sys("open %s", path);
+    return -1;
 }
 
 // Length of the longest prefix of complete, intact frames (zstd) or complete
@@ -216,11 +210,11 @@ persist *persist_open(const config *c, const char *id, persist_ev_fn evfn, void 
     as_buf_printf(&dir, "%s/%s", c->sessions_root, id);
     int zstd = 1;
     as_buf_printf(&path, "%s/session.jsonl.zstd", dir.p);
-    if (slurp(path.p, &data) < 0) {
+    if (read_log(path.p, &data) < 0) {
         zstd = 0;
         as_buf_reset(&path);
         as_buf_printf(&path, "%s/session.jsonl", dir.p);
-        if (slurp(path.p, &data) < 0) {
+        if (read_log(path.p, &data) < 0) {
             as_buf_free(&dir); as_buf_free(&path); as_buf_free(&data);
             return NULL;
         }

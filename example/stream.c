@@ -6,7 +6,7 @@
 chunk *chunk_new(const char *json, size_t len) {
     chunk *c = as_xmalloc(sizeof *c);
     as_buf b = {0};
-    json_compact(&b, json, len);
+    as_json_compact(json, len, &b);
     c->next = NULL;
     c->json = b.p;
     c->len = b.n;

@@ -36,7 +36,7 @@ static const char USAGE[] =
     "      --workspace-parent DIR   overrides the table's workspaceParent\n"
     "  -e, --env K=V             adds to the agent's environment, last (repeatable)\n"
     "      --keep                keep the cwd and the sessions root\n"
-    "      --help, --version\n"
+    "  -h, --help, --version\n"
     "Exit status: 0 the run completed, 1 the scenario failed, 2 trouble.\n";
 
 // The options that are not the run's own.
@@ -64,7 +64,7 @@ static void options(int argc, char **argv, opts *o, run *r)
         { "workspace-parent", required_argument, 0, 'w' }, { "env", required_argument, 0, 'e' },
         { "keep", no_argument, 0, 'k' }, { "help", no_argument, 0, 'h' }, { "version", no_argument, 0, 'V' },
         { 0, 0, 0, 0 } };
-    for (int ch; (ch = getopt_long(argc, argv, "p:o:re:", lo, NULL)) != -1;) {
+    for (int ch; (ch = getopt_long(argc, argv, "p:o:re:h", lo, NULL)) != -1;) {
         switch (ch) {
         case 'p': o->profile = optarg; break;
         case 'o': o->out = optarg; break;

@@ -18,7 +18,6 @@
 
 extern char **environ;
 
-static int is_dir(const char *p) { struct stat st; return !stat(p, &st) && S_ISDIR(st.st_mode); }
 
 static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *ftw)
 {
@@ -52,7 +51,7 @@ static void report_die(void *ctx, const char *file, long line, const char *msg)
 // table). Messages name input.json as the user spelled the scenario's path.
 const as_scenario *load_scenario(run *r, const char *arg0, as_table *table)
 {
-    if (!realpath(arg0, r->scen_dir) || !is_dir(r->scen_dir)) as_die(AS_TROUBLE, "%s: not a scenario directory", arg0);
+    if (!realpath(arg0, r->scen_dir) || !as_is_dir(r->scen_dir)) as_die(AS_TROUBLE, "%s: not a scenario directory", arg0);
     r->name = strrchr(r->scen_dir, '/') ? strrchr(r->scen_dir, '/') + 1 : r->scen_dir;
     char *arg = as_xstrdup(arg0);
     for (size_t n = strlen(arg); n > 1 && arg[n - 1] == '/'; n--) arg[n - 1] = 0;
@@ -126,7 +125,7 @@ void make_dirs(run *r, const char *out, const char *wp_opt, const as_scenario *r
     if (mkdir(r->sessions_root, 0700)) as_die_sys("create %s", r->sessions_root);
     r->spill_root = spill_root_for(r->name);
     char *ws = xasprintf("%s/workspace", r->scen_dir);
-    if (is_dir(ws) && !copy_tree(ws, r->cwd)) as_die(AS_TROUBLE, "%s: unable to copy the workspace", ws);
+    if (as_is_dir(ws) && !copy_tree(ws, r->cwd)) as_die(AS_TROUBLE, "%s: unable to copy the workspace", ws);
     free(ws);
 }
 

@@ -179,9 +179,8 @@ void wait_log(run *r, int what, int64_t minturn, const char *arg, long child, lo
     as_buf_free(&text);
 }
 
-static int exists(const char *p) { struct stat st; return !lstat(p, &st); }
 
-static int file_exists(run *r, const void *path) { (void)r; return exists(path); }
+static int file_exists(run *r, const void *path) { (void)r; return as_path_exists(path); }
 
 void wait_file(run *r, const char *rel, long timeout)
 {

@@ -1,11 +1,13 @@
 // Unit tests of common/: the JSON.stringify string writer, decoding, member
-// splicing and the scanner's token spans.
+// splicing, the scanner's token spans, exact key sets and compaction.
 #include "acpsnap.h"
 #include <string.h>
 
 static int fails;
 #define CHECK(cond, ...) do { if (!(cond)) { fails++; fprintf(stderr, "json_unit: %s:%d: ", __FILE__, __LINE__); \
     fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); } } while (0)
+
+#define PARSE(text) (!as_json_parse(&j, text, strlen(text)))   // into the as_json j in scope
 
 static void write_is(const char *in, size_t n, const char *want)
 {
@@ -73,6 +75,25 @@ int main(void)
     CHECK(!as_json_parse(&j, "9007199254740991", 16) && as_json_int(&j, 0, &v) && v == 9007199254740991LL, "safe max");
     CHECK(!as_json_parse(&j, "9007199254740992", 16) && !as_json_int(&j, 0, &v), "past safe max");
     CHECK(!as_json_parse(&j, "1.0", 3) && !as_json_int(&j, 0, &v), "1.0 is not a plain integer");
+    // exact key sets (hasExactKeys): no extra, no missing, no repeated key
+    static const as_key kd[] = {AS_KEY("kind"), AS_KEY("chunks")};
+    int idx[2];
+    CHECK(PARSE("{\"chunks\":[],\"kind\":\"x\"}") && as_json_exact(&j, 0, kd, 2, idx)
+          && idx[0] == 4 && idx[1] == 2, "exact keys in any order");
+    CHECK(PARSE("{\"kind\":1,\"chunks\":2,\"x\":3}") && !as_json_exact(&j, 0, kd, 2, NULL), "an extra key");
+    CHECK(PARSE("{\"kind\":1,\"kind\":2}") && !as_json_exact(&j, 0, kd, 2, NULL), "a repeated key");
+    CHECK(PARSE("{\"kind\":1}") && !as_json_exact(&j, 0, kd, 2, NULL) && as_json_exact(&j, 0, kd, 1, NULL),
+          "a missing key; a prefix of the list");
+    CHECK(PARSE("[]") && !as_json_exact(&j, 0, kd, 0, NULL), "an array is no object");
+    // AS_TOK_IS on an absent member
+    CHECK(PARSE("{\"t\":\"x\"}") && AS_TOK_IS(&j, as_json_get(&j, 0, "t"), "x")
+          && !AS_TOK_IS(&j, as_json_get(&j, 0, "u"), "x"), "AS_TOK_IS and -1");
+    // compaction keeps string bytes
+    as_buf cb = {0};
+    static const char loose[] = "{ \"a\" :\t[1, \" x \\\" y\"]\n}";
+    as_json_compact(loose, strlen(loose), &cb);
+    CHECK(!strcmp(cb.p, "{\"a\":[1,\" x \\\" y\"]}"), "compact: got %s", cb.p);
+    as_buf_free(&cb);
     as_json_free(&j);
     if (fails) return 1;
     puts("json_unit: ok");

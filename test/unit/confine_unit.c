@@ -1,7 +1,7 @@
-// Unit tests of common/path.c: the path rule, confined opens (openat2 and
+// Unit tests of common/confine.c: the path rule, confined opens (openat2 and
 // the O_NOFOLLOW walk), confined mkdir -p and the workspace copy.
 #include "acpsnap.h"
-#include "path.h"
+#include "confine.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 static int fails;
-#define CHECK(cond, ...) do { if (!(cond)) { fails++; fprintf(stderr, "path_unit: %s:%d: ", __FILE__, __LINE__); \
+#define CHECK(cond, ...) do { if (!(cond)) { fails++; fprintf(stderr, "confine_unit: %s:%d: ", __FILE__, __LINE__); \
     fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); } } while (0)
 
 static void rule(const char *rel, int ok)
@@ -124,7 +124,7 @@ static void copies(const char *tmp)
 int main(void)
 {
     rules();
-    char tmpl[] = "/tmp/path_unit.XXXXXX";
+    char tmpl[] = "/tmp/confine_unit.XXXXXX";
     const char *tmp = mkdtemp(tmpl);
     if (!tmp) { perror("mkdtemp"); return 2; }
     char *p;
@@ -140,6 +140,6 @@ int main(void)
     char cmd[256];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
     if (system(cmd)) fails++;
-    if (fails) fprintf(stderr, "path_unit: %d failures\n", fails);
+    if (fails) fprintf(stderr, "confine_unit: %d failures\n", fails);
     return fails ? 1 : 0;
 }

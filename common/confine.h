@@ -1,4 +1,4 @@
-// path.h - confinement of paths that come from scenario data.
+// confine.h - confinement of paths that come from scenario data.
 //
 // Scenario data (tables, input.json, overrides, provider scripts, logs,
 // workspace seeds) arrives in strangers' pull requests, so every path it
@@ -11,8 +11,8 @@
 //     RESOLVE_NO_SYMLINKS where the kernel has it, an O_NOFOLLOW walk
 //     otherwise);
 //   - a file that should not exist yet is created with O_CREAT|O_EXCL.
-#ifndef ACPSNAP_PATH_H
-#define ACPSNAP_PATH_H
+#ifndef ACPSNAP_CONFINE_H
+#define ACPSNAP_CONFINE_H
 
 #include <sys/types.h>
 

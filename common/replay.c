@@ -1,4 +1,5 @@
 // replay.c - the replay model: entries, scripts, overrides, derivation (DESIGN.md §4).
+#include "acpsnap.h"
 #include "replay.h"
 
 #include <math.h>

@@ -1,6 +1,6 @@
 # acpsnap - record-once / replay-deterministic snapshot tests for ACP agents.
-# Targets: all check install uninstall clean bench fuzz deps, and the pipelines
-# replay record refresh update (see README).
+# Targets: all check unit install uninstall clean bench fuzz fuzz-smoke deps
+# depcheck, and the pipelines replay record refresh update (see README).
 SHELL := /bin/bash
 .SHELLFLAGS := -o pipefail -ec
 
@@ -13,8 +13,11 @@ DESTDIR ?=
 CC      ?= cc
 CFLAGS  ?= -O2 -g
 override CFLAGS := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wshadow -Wno-unused-parameter -Icommon $(CFLAGS)
-LDLIBS_ALL := -lzstd -ljq -lcurl -lmicrohttpd -lm -lpthread
 
+# Everything a build makes lives in its flavour directory: build/rel, or
+# build/asan with SANITIZE=1. $(BUILD)/obj holds objects and their .d files,
+# $(BUILD)/bin every tool, the pipeline scripts and acpsnap-agent,
+# $(BUILD)/test the unit tests.
 ifeq ($(SANITIZE),1)
 override CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 override LDFLAGS += -fsanitize=address,undefined
@@ -22,114 +25,174 @@ BUILD := build/asan
 else
 BUILD := build/rel
 endif
+OBJ := $(BUILD)/obj
+OUT := $(BUILD)/bin
+
+# Libraries: link flags from pkg-config where a .pc exists; libjq 1.6 has none.
+pc_libs   = $(or $(shell pkg-config --libs $(1) 2>/dev/null),$(2))
+pc_cflags = $(shell pkg-config --cflags $(1) 2>/dev/null)
+LIBS.zstd         := $(call pc_libs,libzstd,-lzstd)
+LIBS.microhttpd   := $(call pc_libs,libmicrohttpd,-lmicrohttpd)
+LIBS.jq           := -ljq
+LIBS.pthread      := -pthread
+CFLAGS.microhttpd := $(call pc_cflags,libmicrohttpd)
+CFLAGS.pthread    := -pthread
+# The agent only compiles against curl's headers: it dlopens libcurl in live
+# mode (example/model_deepseek.c), so replay never maps it.
+CFLAGS.curl       := $(call pc_cflags,libcurl)
+
+# What each binary uses besides libacpsnap.a (keys: a tool's name,
+# acpsnap-agent, test/<unit>, fuzz/<target>). Not listed: zstd only, since
+# common/in.c reads zstd input.
+USES.default       := zstd
+USES.scrub         := zstd jq
+USES.replay-serve  := zstd microhttpd pthread
+USES.acpsnap-agent := zstd curl pthread
+USES.test/json_unit :=
+USES.fuzz/json     :=
+uses      = $(if $(filter undefined,$(origin USES.$(1))),$(USES.default),$(USES.$(1)))
+libs_of   = $(strip $(foreach u,$(call uses,$(1)),$(LIBS.$(u))))
+cflags_of = $(strip $(foreach u,$(call uses,$(1)),$(CFLAGS.$(u))))
 
 LIB_SRC   := $(sort $(wildcard common/*.c))
-LIB_OBJ   := $(patsubst %.c,$(BUILD)/%.o,$(LIB_SRC))
+LIB_OBJ   := $(patsubst %.c,$(OBJ)/%.o,$(LIB_SRC))
 LIB       := $(BUILD)/libacpsnap.a
-TOOL_SRC  := $(sort $(wildcard bin/*.c))
-TOOLS     := $(patsubst bin/%.c,bin/%,$(TOOL_SRC))
+# A tool is bin/<tool>.c, or a directory bin/<tool>/ whose .c files make one
+# binary (compiled with -Ibin/<tool> for its private headers).
+DIR_TOOLS := $(patsubst bin/%/,%,$(sort $(dir $(wildcard bin/*/*.c))))
+TOOL_NAMES := $(sort $(patsubst bin/%.c,%,$(wildcard bin/*.c)) $(DIR_TOOLS))
+tool_src   = $(wildcard bin/$(1).c) $(sort $(wildcard bin/$(1)/*.c))
+TOOLS     := $(addprefix $(OUT)/,$(TOOL_NAMES))
+SCRIPT_SRC := $(filter-out $(addprefix bin/,$(DIR_TOOLS)),$(wildcard bin/acpsnap-*))
+SCRIPTS   := $(patsubst bin/%,$(OUT)/%,$(SCRIPT_SRC))
 AGENT_SRC := $(sort $(wildcard example/*.c))
-AGENT     := $(if $(AGENT_SRC),example/acpsnap-agent)
+AGENT_OBJ := $(patsubst %.c,$(OBJ)/%.o,$(AGENT_SRC))
+AGENT     := $(if $(AGENT_SRC),$(OUT)/acpsnap-agent)
 UNIT_SRC  := $(sort $(wildcard test/unit/*.c))
 UNITS     := $(patsubst test/unit/%.c,$(BUILD)/test/%,$(UNIT_SRC))
-SCRIPTS   := $(wildcard bin/acpsnap-*)
+ALL_OBJ   := $(LIB_OBJ) $(AGENT_OBJ) $(patsubst %.c,$(OBJ)/%.o,$(foreach t,$(TOOL_NAMES),$(call tool_src,$(t))) $(UNIT_SRC))
 MAN1      := $(wildcard share/man/man1/*.1)
 MAN5      := $(wildcard share/man/man5/*.5)
 MAN7      := $(wildcard share/man/man7/*.7)
 
-.PHONY: all deps check test unit install uninstall clean bench fuzz fuzz-smoke replay record refresh update
-all: $(TOOLS) $(AGENT) $(UNITS)
+.PHONY: all deps depcheck check test unit install uninstall clean bench fuzz fuzz-smoke replay record refresh update FORCE
+.SECONDARY:
+.DELETE_ON_ERROR:
+all: $(TOOLS) $(SCRIPTS) $(AGENT)
+
+# deps: install what is missing on Debian (apt-get; one quiet dpkg-query when
+# everything is there). depcheck: name every missing header, library and
+# command, exit non-zero (any system). check and replay run deps where
+# dpkg-query exists, depcheck elsewhere.
+deps:
+	@./share/deps.sh
+depcheck:
+	@CC='$(CC)' ./share/deps.sh --check
+PREP := $(if $(shell command -v dpkg-query 2>/dev/null),deps,depcheck)
 
 # The snapshot pipelines over scenarios/ (share/acpsnap.mk): SCENARIO=<glob>,
 # -jN runs N scenarios at once. `make replay` is keyless and writes nothing.
 ACPSNAP_SNAPSHOTS := scenarios
 ACPSNAP_PROFILE   := scenarios/acpsnap-agent.profile
-ACPSNAP_BIN       := $(CURDIR)/bin
+ACPSNAP_BIN       := $(CURDIR)/$(OUT)
 include share/acpsnap.mk
-replay record refresh update: deps
+replay record refresh update: $(PREP)
 	@$(MAKE) --no-print-directory all
 	@$(_acpsnap) --mode $@ '$(SCENARIO)'
 
-# Tool binaries live beside their sources (bin/); the build flavour that made
-# them is recorded so a SANITIZE=1 check never tests a release binary.
-FLAVOUR := $(BUILD)/.flavour
-$(FLAVOUR): FORCE
-	@mkdir -p $(BUILD); echo "$(CC) $(CFLAGS) $(LDFLAGS)" | cmp -s - $@ || echo "$(CC) $(CFLAGS) $(LDFLAGS)" > $@
-	@f=build/.current; [ "$$(cat $$f 2>/dev/null)" = "$(BUILD)" ] || { echo "$(BUILD)" > $$f; rm -f $(TOOLS) example/acpsnap-agent; }
+# The flags a flavour was built with: each stamp is rewritten (made newer)
+# only when its text changes, so objects rebuild when the compile flags
+# change and binaries relink when the link flags do.
+CFLAGS_NOW  = $(CC) $(CFLAGS) $(foreach v,$(sort $(filter CFLAGS.%,$(.VARIABLES))),$(v)=$($(v)))
+LIBS_NOW    = $(foreach v,$(sort $(filter LIBS.% USES.%,$(.VARIABLES))),$(v)=$($(v)))
+LDFLAGS_NOW = $(CC) $(LDFLAGS) $(LIBS_NOW)
+define stamp
+$(1): FORCE
+	@mkdir -p $$(@D); t='$$(subst ','\'',$$($(2)))'; [ "$$$$(cat $$@ 2>/dev/null)" = "$$$$t" ] || printf '%s\n' "$$$$t" > $$@
+endef
+$(eval $(call stamp,$(BUILD)/cflags,CFLAGS_NOW))
+$(eval $(call stamp,$(BUILD)/ldflags,LDFLAGS_NOW))
 FORCE:
 
-$(BUILD)/%.o: %.c common/*.h $(FLAVOUR)
-	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c -o $@ $<
+# Objects, with their header dependencies from the compiler (-MMD -MP).
+$(OBJ)/%.o: %.c $(BUILD)/cflags
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(OBJ_CFLAGS) -MMD -MP -c -o $@ $<
+-include $(ALL_OBJ:.o=.d)
+$(OBJ)/example/%.o: OBJ_CFLAGS = -Iexample $(call cflags_of,acpsnap-agent)
+$(foreach t,$(TOOL_NAMES),$(eval $(OBJ)/bin/$(t).o: OBJ_CFLAGS = $$(call cflags_of,$(t))))
+$(foreach t,$(DIR_TOOLS),$(eval $(OBJ)/bin/$(t)/%.o: OBJ_CFLAGS = -Ibin/$(t) $$(call cflags_of,$(t))))
 
 $(LIB): $(LIB_OBJ)
 	rm -f $@; ar rcs $@ $^
 
-bin/%: $(BUILD)/bin/%.o $(LIB)
-	$(CC) $(LDFLAGS) -o $@ $^ -Wl,--as-needed $(LDLIBS_ALL)
-
-# Multi-file tools: bin/<tool>/*.c (with a private header) linked into
-# $(BUILD)/tools/<tool>, since bin/<tool> is their directory; that directory
-# leads PATH for the recipes (tests, pipelines) so they find the tool.
-MULTI     := $(patsubst bin/%/,%,$(sort $(dir $(wildcard bin/*/*.c))))
-MULTI_BIN := $(addprefix $(BUILD)/tools/,$(MULTI))
-TOOLS     += $(MULTI_BIN)
-all: $(MULTI_BIN)
-export PATH := $(CURDIR)/$(BUILD)/tools:$(PATH)
-define multi_tool
-$(BUILD)/tools/$(1): $(patsubst %.c,$(BUILD)/%.o,$(wildcard bin/$(1)/*.c)) $(LIB)
-	@mkdir -p $$(dir $$@)
-	$$(CC) $$(LDFLAGS) -o $$@ $$^ -Wl,--as-needed $$(LDLIBS_ALL)
-$(patsubst %.c,$(BUILD)/%.o,$(wildcard bin/$(1)/*.c)): $(wildcard bin/$(1)/*.h)
+# link NAME: the objects and archives among the prerequisites, then NAME's libraries.
+link = $(CC) $(LDFLAGS) -o $@ $(filter %.o %.a,$^) $(call libs_of,$(1))
+define tool_rule
+$(OUT)/$(1): $(patsubst %.c,$(OBJ)/%.o,$(call tool_src,$(1))) $(LIB) $(BUILD)/ldflags
+	@mkdir -p $$(@D)
+	$$(call link,$(1))
 endef
-$(foreach t,$(MULTI),$(eval $(call multi_tool,$(t))))
-
-AGENT_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(AGENT_SRC))
-$(BUILD)/example/%.o: example/%.c example/*.h common/*.h $(FLAVOUR)
-	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Iexample -c -o $@ $<
-example/acpsnap-agent: $(AGENT_OBJ) $(LIB)
-	$(CC) $(LDFLAGS) -o $@ $^ -Wl,--as-needed $(LDLIBS_ALL)
-
-$(BUILD)/test/%: test/unit/%.c $(LIB)
-	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -Wl,--as-needed $(LDLIBS_ALL)
-
-# deps: install missing Debian packages (quiet and fast when all are present).
-deps:
-	@./share/deps.sh
+$(foreach t,$(TOOL_NAMES),$(eval $(call tool_rule,$(t))))
+$(OUT)/acpsnap-agent: $(AGENT_OBJ) $(LIB) $(BUILD)/ldflags
+	@mkdir -p $(@D)
+	$(call link,acpsnap-agent)
+$(SCRIPTS): $(OUT)/%: bin/%
+	@mkdir -p $(@D)
+	install -m 755 $< $@
+$(UNITS): $(BUILD)/test/%: $(OBJ)/test/unit/%.o $(LIB) $(BUILD)/ldflags
+	@mkdir -p $(@D)
+	$(call link,test/$*)
 
 # check: deps, build, every test. TESTS=test/foo.bats narrows the bats run.
+# bats finds bats-support and bats-assert in BATS_LIB_PATH and runs
+# BATS_JOBS tests at once when GNU parallel is installed.
 TESTS ?= test
-check: deps
-	@$(MAKE) --no-print-directory all
+BATS_LIB_PATH ?= /usr/lib/bats
+export BATS_LIB_PATH
+BATS_JOBS ?= $(shell nproc 2>/dev/null || echo 1)
+bats_jobs = $(if $(filter-out 0 1,$(BATS_JOBS)),$(if $(shell parallel --version 2>/dev/null | grep -q 'GNU parallel' && echo y),--jobs $(BATS_JOBS)))
+check: $(PREP)
+	@$(MAKE) --no-print-directory all $(UNITS)
 	@for u in $(UNITS); do $$u || exit 1; done; [ -z "$(UNITS)" ] || echo "unit tests: ok"
 	@$(MAKE) --no-print-directory fuzz-smoke
-	ACPSNAP_BUILD=$(BUILD) bats --formatter tap --print-output-on-failure -r $(TESTS)
+	ACPSNAP_BUILD=$(BUILD) bats $(bats_jobs) --formatter tap --print-output-on-failure -r $(TESTS)
 test: check
 
 unit: $(UNITS)
 	@for u in $(UNITS); do $$u || exit 1; done
 
-# fuzz: libFuzzer targets (clang). fuzz-smoke runs each briefly.
-FUZZ_SRC := $(sort $(wildcard test/fuzz/*.c))
-FUZZERS  := $(patsubst test/fuzz/%.c,build/fuzz/%,$(FUZZ_SRC))
-build/fuzz/%: test/fuzz/%.c $(LIB_SRC) common/*.h
-	@mkdir -p build/fuzz
-	clang -std=c11 -D_GNU_SOURCE -g -O1 -Icommon -fsanitize=fuzzer,address,undefined -o $@ $< $(LIB_SRC) $(LDLIBS_ALL)
+# fuzz: libFuzzer targets (clang) in build/fuzz. fuzz-smoke runs each briefly.
+FUZZ        := build/fuzz
+FUZZ_CC     := clang
+FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -Icommon -fsanitize=address,undefined
+FUZZ_SRC    := $(sort $(wildcard test/fuzz/*.c))
+FUZZERS     := $(patsubst test/fuzz/%.c,$(FUZZ)/%,$(FUZZ_SRC))
+FUZZ_OBJ    := $(patsubst %.c,$(FUZZ)/obj/%.o,$(LIB_SRC) $(FUZZ_SRC))
+FUZZ_CFLAGS_NOW  = $(FUZZ_CC) $(FUZZ_CFLAGS)
+FUZZ_LDFLAGS_NOW = $(FUZZ_CC) $(LIBS_NOW)
+$(eval $(call stamp,$(FUZZ)/cflags,FUZZ_CFLAGS_NOW))
+$(eval $(call stamp,$(FUZZ)/ldflags,FUZZ_LDFLAGS_NOW))
+$(FUZZ_OBJ): $(FUZZ)/obj/%.o: %.c $(FUZZ)/cflags
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c -o $@ $<
+-include $(FUZZ_OBJ:.o=.d)
+$(FUZZ)/libacpsnap.a: $(patsubst %.c,$(FUZZ)/obj/%.o,$(LIB_SRC))
+	rm -f $@; ar rcs $@ $^
+$(FUZZERS): $(FUZZ)/%: $(FUZZ)/obj/test/fuzz/%.o $(FUZZ)/libacpsnap.a $(FUZZ)/ldflags
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $(filter %.o %.a,$^) $(call libs_of,fuzz/$*)
 fuzz: $(FUZZERS)
 fuzz-smoke: $(FUZZERS)
-	@for f in $(FUZZERS); do n=$$(basename $$f); mkdir -p build/fuzz/corpus-$$n; \
-	  ASAN_OPTIONS=detect_leaks=0 $$f -runs=20000 -max_len=4096 build/fuzz/corpus-$$n test/fuzz/seeds-$$n >/dev/null 2>build/fuzz/$$n.log \
-	    || { cat build/fuzz/$$n.log; exit 1; }; echo "fuzz smoke: $$n ok"; done
+	@for f in $(FUZZERS); do n=$$(basename $$f); mkdir -p $(FUZZ)/corpus-$$n; \
+	  ASAN_OPTIONS=detect_leaks=0 $$f -runs=20000 -max_len=4096 $(FUZZ)/corpus-$$n test/fuzz/seeds-$$n >/dev/null 2>$(FUZZ)/$$n.log \
+	    || { cat $(FUZZ)/$$n.log; exit 1; }; echo "fuzz smoke: $$n ok"; done
 
 bench: all
-	@./test/bench/run.sh
+	@ACPSNAP_BUILD=$(BUILD) ./test/bench/run.sh
 
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man7 $(DESTDIR)$(SHAREDIR)
-	install -m 755 $(TOOLS) $(SCRIPTS) $(DESTDIR)$(BINDIR)
-	[ -z "$(AGENT)" ] || install -m 755 $(AGENT) $(DESTDIR)$(BINDIR)
+	install -m 755 $(TOOLS) $(SCRIPTS) $(AGENT) $(DESTDIR)$(BINDIR)
 	[ -z "$(MAN1)" ] || install -m 644 $(MAN1) $(DESTDIR)$(MANDIR)/man1
 	[ -z "$(MAN5)" ] || install -m 644 $(MAN5) $(DESTDIR)$(MANDIR)/man5
 	[ -z "$(MAN7)" ] || install -m 644 $(MAN7) $(DESTDIR)$(MANDIR)/man7
@@ -144,4 +207,4 @@ uninstall:
 	rm -rf $(DESTDIR)$(SHAREDIR)
 
 clean:
-	rm -rf build $(TOOLS) example/acpsnap-agent
+	rm -rf build

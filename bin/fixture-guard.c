@@ -2,11 +2,11 @@
 // (acpsnap-scenarios(5)): files, orphans, strays, canonical fixtures, header pins and
 // sidecars; or discover every session log under a tree and check its layout.
 #include "acpsnap.h"
+#include "norm.h"
 #include "table.h"
 #include "sidecar.h"
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>

@@ -289,10 +289,7 @@ int as_sess_check_soft(const char *path, long *badline);
 typedef int (*as_file_fn)(const char *path, void *ctx);
 int as_loop(int argc, char **argv, as_file_fn fn, void *ctx);
 
-// The topic headers of common/ that build on the above.
-#include "replay.h"
-#include "norm.h"
-#include "table.h"
-#include "sidecar.h"
+// The topic headers of common/ build on this one and are included where
+// used: replay.h, norm.h, table.h, sidecar.h.
 
 #endif

@@ -1,4 +1,5 @@
 // replay.c - the replay model (acpsnap-replay(5)): entries, scripts, overrides, derivation.
+#include "acpsnap.h"
 #include "replay.h"
 
 #include <math.h>

@@ -1,5 +1,6 @@
 // sidecar.c - dsh's sidecar formatting: JSON.stringify(v, null, 2) over
 // scanner tokens, prompt sections, tool-schema documents.
+#include "acpsnap.h"
 #include "sidecar.h"
 #include <math.h>
 #include <stdlib.h>

@@ -1,4 +1,5 @@
 // table.c - scenarios.jsonl and input.json readers with strict validation.
+#include "acpsnap.h"
 #include "table.h"
 #include <stdlib.h>
 #include <string.h>

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "acpsnap.h"
 #include "agent.h"
 
 struct pending {

@@ -10,6 +10,7 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include <string.h>
 #include "acpsnap.h"
 
 // ---------------------------------------------------------------- config.c

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "acpsnap.h"
 #include "agent.h"
 
 static const char DEFAULT_SYSTEM[] =

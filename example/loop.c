@@ -2,6 +2,7 @@
 // tool calls it asked for. Runs on a turn thread per session/prompt.
 #include <stdlib.h>
 #include <string.h>
+#include "acpsnap.h"
 #include "agent.h"
 
 enum { CALL_OK, CALL_FAILED, CALL_CANCELLED };

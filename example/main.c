@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include "acpsnap.h"
 #include "agent.h"
 
 static const char USAGE[] =

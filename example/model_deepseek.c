@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <curl/curl.h>
+#include "acpsnap.h"
 #include "agent.h"
 
 // libcurl is loaded with dlopen in live mode only: replay never even maps

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "acpsnap.h"
 #include "agent.h"
 #include "replay.h"
 

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zstd.h>
+#include "acpsnap.h"
 #include "agent.h"
 
 struct persist {

@@ -1,6 +1,7 @@
 // stream.c - the chunk queue between a model adapter and the loop.
 #include <stdlib.h>
 #include <string.h>
+#include "acpsnap.h"
 #include "agent.h"
 
 chunk *chunk_new(const char *json, size_t len) {

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "acpsnap.h"
 #include "agent.h"
 
 #define P_BASH "{\"type\":\"object\",\"properties\":{\"command\":{\"type\":\"string\",\"description\":\"The bash command to run.\"},\"description\":{\"type\":\"string\",\"description\":\"What the command does, in a few words.\"}},\"required\":[\"command\"]}"

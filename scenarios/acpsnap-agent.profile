@@ -1,6 +1,9 @@
-# acpsnap-profile(5) of the reference agent (example/acpsnap-agent).
-# Relative words in `command` are relative to this file's directory.
-command = ../example/acpsnap-agent
+# acpsnap-profile(5) of the reference agent (acpsnap-agent, built from example/).
+# A bare program name is looked up in PATH: acpsnap-replay puts its own
+# directory first, so `make replay` runs the agent of the same build
+# (build/rel/bin, or build/asan/bin with SANITIZE=1), an installed
+# acpsnap-replay the installed one.
+command = acpsnap-agent
 # Logs land in <sessions root>/<sessionId>/session.jsonl[.zstd].
 harvest = */session.jsonl */session.jsonl.zstd
 # Replay: the script acp-drive derived from the fixture (and override).

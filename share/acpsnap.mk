@@ -9,7 +9,9 @@
 # `make -jN` runs N scenarios at once (ACPSNAP_JOBS=N does the same).
 # ACPSNAP_PROVIDER=replay-serve makes record play each scenario's
 # provider.jsonl from a loopback replay-serve instead of the live API.
-# ACPSNAP_BIN: where the acpsnap tools are (default: found on PATH).
+# ACPSNAP_BIN: where the acpsnap tools are (default: found on PATH), e.g.
+# an acpsnap tree's build/rel/bin; the agent of a profile whose command is
+# a bare name is looked up there first too.
 
 ACPSNAP_SNAPSHOTS ?= snapshots
 ACPSNAP_PROFILE   ?= $(firstword $(wildcard $(ACPSNAP_SNAPSHOTS)/*.profile))

@@ -1,8 +1,81 @@
 #!/bin/sh
-# Installs the Debian packages acpsnap needs, when any is missing.
-# Quiet and fast (one dpkg-query) when everything is present.
+# What acpsnap needs to build and test.
+#
+#   deps.sh           installs the missing Debian packages (apt-get, as root or
+#                     through sudo); quiet and fast (one dpkg-query) when
+#                     everything is present. Without dpkg-query it checks instead.
+#   deps.sh --check   any system: names each missing header, library and
+#                     command, and exits 1 when one is missing. CC (default cc)
+#                     compiles the probes; BATS_LIB_PATH (default /usr/lib/bats)
+#                     is where bats-support and bats-assert must be.
 set -e
-PKGS="build-essential clang libzstd-dev libjq-dev libonig-dev libcurl4-openssl-dev libmicrohttpd-dev bats bats-support bats-assert jq zstd time bc valgrind curl git"
+PKGS="build-essential pkg-config clang libzstd-dev libjq-dev libonig-dev libcurl4-openssl-dev libmicrohttpd-dev bats bats-support bats-assert parallel jq zstd time bc valgrind curl git"
+
+check() {
+    CC=${CC:-cc}
+    tmp=$(mktemp -d "${TMPDIR:-/tmp}/acpsnap-deps.XXXXXX")
+    trap 'rm -rf "$tmp"' EXIT
+    missing=0
+    miss() { echo "deps: missing $*" >&2; missing=1; }
+    note() { echo "deps: note: $*" >&2; }
+    have() { command -v "$1" >/dev/null 2>&1; }
+
+    for c in "${CC%% *}" make bash jq zstd bats curl git clang; do
+        have "$c" || miss "command: $c"
+    done
+    # header [cflags]: compiles #include <header>
+    header() {
+        printf '#include <%s>\nint main(void) { return 0; }\n' "$1" > "$tmp/h.c"
+        # shellcheck disable=SC2086
+        $CC -fsyntax-only $2 "$tmp/h.c" 2>/dev/null
+    }
+    # library -lx: links a program against it
+    library() {
+        printf 'int main(void) { return 0; }\n' > "$tmp/l.c"
+        # shellcheck disable=SC2086
+        $CC -o "$tmp/l" "$tmp/l.c" "$1" 2>/dev/null
+    }
+    pc() { pkg-config "$@" 2>/dev/null || true; }
+    if have "${CC%% *}"; then
+        header zstd.h || miss "header: zstd.h (libzstd development files)"
+        library -lzstd || miss "library: -lzstd (libzstd)"
+        header jq.h || miss "header: jq.h (libjq development files)"
+        library -ljq || miss "library: -ljq (libjq)"
+        header microhttpd.h "$(pc --cflags libmicrohttpd)" || miss "header: microhttpd.h (libmicrohttpd development files)"
+        library -lmicrohttpd || miss "library: -lmicrohttpd (libmicrohttpd)"
+        header curl/curl.h "$(pc --cflags libcurl)" || miss "header: curl/curl.h (libcurl development files)"
+        library -lcurl || miss "library: -lcurl (libcurl, loaded at run time by the agent's live mode)"
+    fi
+    if have clang; then
+        printf '#include <stddef.h>\n#include <stdint.h>\nint LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) { return 0; }\n' > "$tmp/f.c"
+        clang -fsanitize=fuzzer,address,undefined -o "$tmp/f" "$tmp/f.c" 2>/dev/null \
+            || miss "library: clang's libFuzzer and sanitizer runtimes (-fsanitize=fuzzer,address,undefined)"
+    fi
+    for l in bats-support bats-assert; do
+        found=
+        old_ifs=$IFS; IFS=:
+        for d in ${BATS_LIB_PATH:-/usr/lib/bats}; do
+            if [ -f "$d/$l/load.bash" ] || [ -f "$d/$l" ]; then found=1; fi
+        done
+        IFS=$old_ifs
+        [ -n "$found" ] || miss "bats library: $l (in BATS_LIB_PATH=${BATS_LIB_PATH:-/usr/lib/bats})"
+    done
+    have pkg-config || note "no pkg-config: linking -lzstd -lmicrohttpd as they are"
+    parallel --version 2>/dev/null | grep -q 'GNU parallel' || note "no GNU parallel: the bats suites run one test at a time"
+    have valgrind || note "no valgrind: test/agent-valgrind.bats is skipped"
+    [ $missing -eq 0 ] || { echo "deps: install the above (INSTALL lists the Debian package names)" >&2; exit 1; }
+}
+
+if [ "${1:-}" = --check ]; then
+    check
+    exit 0
+fi
+if ! command -v dpkg-query >/dev/null 2>&1; then
+    echo "deps: no dpkg-query, so no automatic install; checking instead" >&2
+    check
+    exit 0
+fi
+
 missing=$(dpkg-query -W -f='${db:Status-Abbrev} ${Package}\n' $PKGS 2>/dev/null | awk '$1 != "ii" {print $2}')
 for p in $PKGS; do dpkg-query -W "$p" >/dev/null 2>&1 || missing="$missing $p"; done
 missing=$(echo $missing)

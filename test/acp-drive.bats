@@ -198,10 +198,10 @@ fake-agent: crashing on purpose"
 }
 
 @test "acp-drive: the reference agent, zstd logs read as they grow" {
-    [ -x "$ROOT/example/acpsnap-agent" ] || skip "the reference agent is not built"
+    [ -x "$BIN/acpsnap-agent" ] || skip "the reference agent is not built"
     printf '%s\n' '{"kind":"hang","readyFile":".ready"}' > script.jsonl
     printf 'command = %s\nharvest = */session.jsonl.zstd\nenv = ACPSNAP_SNAPSHOT=replay\nenv = ACPSNAP_REPLAY_SCRIPT=%s\n' \
-        "$ROOT/example/acpsnap-agent" "$BATS_TEST_TMPDIR/script.jsonl" > agent.profile
+        "$BIN/acpsnap-agent" "$BATS_TEST_TMPDIR/script.jsonl" > agent.profile
     input '{"steps":[{"op":"initialize"},{"op":"newSession"},{"op":"promptAndCancel","text":"go"},{"op":"waitForTurnEnd"}]}'
     run -0 --separate-stderr acp-drive -p agent.profile -o out snap/s
     run -0 jq -c 'select(.id == 2) | .result' out/stdout.raw.jsonl

@@ -14,7 +14,7 @@ setup() {
     [[ "${ACPSNAP_BUILD:-}" != *asan* ]] || skip "valgrind does not run sanitizer builds"
     VG=$BATS_TEST_TMPDIR/vg-agent
     printf '#!/bin/sh\nexec valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite --log-file=%s "%s" "$@"\n' \
-        "$BATS_TEST_TMPDIR/vg.log" "$ROOT/example/acpsnap-agent" > "$VG"
+        "$BATS_TEST_TMPDIR/vg.log" "$BIN/acpsnap-agent" > "$VG"
     chmod +x "$VG"
     AGENT_BIN=$VG
 }

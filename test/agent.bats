@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# The reference agent (example/acpsnap-agent) driven over stdio by
+# The reference agent (acpsnap-agent, example/) driven over stdio by
 # hand-written JSON-RPC lines, in replay mode with small replay scripts
 # (test/agent-data/). Each test asserts the exact stdout frames and the
 # persisted log after jsonl-project (volatile values scrubbed by log_norm).

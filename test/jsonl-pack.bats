@@ -101,7 +101,7 @@ bad() {
 @test "refuses to write zstd to a terminal" {
     command -v script >/dev/null || skip "no script(1)"
     mklog a.jsonl
-    run script -qec "$ROOT/bin/jsonl-pack -z a.jsonl" /dev/null
+    run script -qec "$BIN/jsonl-pack -z a.jsonl" /dev/null
     assert_output --partial "refusing to write compressed data to a terminal"
 }
 

@@ -6,12 +6,12 @@ bats_require_minimum_version 1.5.0
 load helpers/common
 
 setup() {
-    [ -x "$ROOT/example/acpsnap-agent" ] || skip "the reference agent is not built"
+    [ -x "$BIN/acpsnap-agent" ] || skip "the reference agent is not built"
     cd "$BATS_TEST_TMPDIR"
     export TMPDIR=$BATS_TEST_TMPDIR/tmp
     mkdir -p "$TMPDIR" snap/handshake snap/text-turn snap/tool-turn
     # a private copy: the tree's binary may be relinked while the suite runs
-    cp "$ROOT/example/acpsnap-agent" agent
+    cp "$BIN/acpsnap-agent" agent
     sed "s|^command = .*|command = $BATS_TEST_TMPDIR/agent|" "$ROOT/scenarios/acpsnap-agent.profile" > snap/agent.profile
     printf '%s\n' '{"name":"handshake","hasModelTurn":false,"recorded":false}' \
         '{"name":"text-turn","hasModelTurn":true,"recorded":true,"pinsHeader":true}' \
@@ -31,7 +31,7 @@ setup() {
       {type:"finish",reason:{kind:"tool-calls"}}]}' > snap/tool-turn/provider.jsonl
     jq -cn '{kind:"chunks",chunks:[{type:"block-start",index:0,blockType:"text"},{type:"text-delta",index:0,text:"HI"},
       {type:"block-end",index:0,block:{type:"text",text:"HI"}},{type:"finish",reason:{kind:"stop"}}]}' >> snap/tool-turn/provider.jsonl
-    printf 'ACPSNAP_SNAPSHOTS := snap\nACPSNAP_BIN := %s\ninclude %s\n' "$ROOT/bin" "$ROOT/share/acpsnap.mk" > Makefile
+    printf 'ACPSNAP_SNAPSHOTS := snap\nACPSNAP_BIN := %s\ninclude %s\n' "$BIN" "$ROOT/share/acpsnap.mk" > Makefile
 }
 
 record_all() { ACPSNAP_PROVIDER=replay-serve run -0 make -s acpsnap-record; }

@@ -4,7 +4,7 @@ bats_require_minimum_version 1.5.0
 load helpers/common
 
 setup() {
-    [ -x "$ROOT/example/acpsnap-agent" ] || skip "the reference agent is not built"
+    [ -x "$BIN/acpsnap-agent" ] || skip "the reference agent is not built"
     cd "$BATS_TEST_TMPDIR"
     export TMPDIR=$BATS_TEST_TMPDIR/tmp
     mkdir -p "$TMPDIR"
@@ -13,7 +13,7 @@ setup() {
 # A private copy of the tree and the agent (the tree's binary may be relinked).
 copy_tree() {
     cp -a "$ROOT/scenarios" snap
-    cp "$ROOT/example/acpsnap-agent" agent
+    cp "$BIN/acpsnap-agent" agent
     sed -i "s|^command = .*|command = $BATS_TEST_TMPDIR/agent|" snap/acpsnap-agent.profile
 }
 tree_sum() { (cd "$1" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum); }
@@ -36,7 +36,7 @@ tree_sum() { (cd "$1" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sh
 
 @test "scenarios: make -j2 replay passes" {
     copy_tree
-    run -0 make -s -j2 -f "$ROOT/share/acpsnap.mk" ACPSNAP_SNAPSHOTS=snap ACPSNAP_BIN="$ROOT/bin" acpsnap-replay
+    run -0 make -s -j2 -f "$ROOT/share/acpsnap.mk" ACPSNAP_SNAPSHOTS=snap ACPSNAP_BIN="$BIN" acpsnap-replay
     assert_line --regexp '^replay: [0-9]+ scenarios: [0-9]+ passed, 0 failed'
 }
 

@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 T=${BENCH_TMP:-$(mktemp -d /tmp/acpsnap-bench.XXXXXX)}
 RUNS=${BENCH_RUNS:-5}
-AGENT=$PWD/example/acpsnap-agent
+AGENT=$PWD/${ACPSNAP_BUILD:-build/rel}/bin/acpsnap-agent
 SCRIPT=$PWD/test/agent-data/tool-turn.jsonl
 cc -O2 -o "$T/agent-start" test/bench/agent-start.c
 

@@ -6,7 +6,7 @@
 # Medians of BENCH_RUNS runs (default 5). Prints, never asserts.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-export PATH="$PWD/bin:$PATH"
+export PATH="$PWD/${ACPSNAP_BUILD:-build/rel}/bin:$PATH"
 export BENCH_TMP=${BENCH_TMP:-$(mktemp -d /tmp/acpsnap-bench.XXXXXX)}
 . test/bench/lib.sh
 MB=${BENCH_MB:-1024}

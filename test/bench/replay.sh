@@ -5,11 +5,13 @@
 # through replay-serve. Prints figures; asserts nothing.
 set -euo pipefail
 root=$PWD
+bin=$root/${ACPSNAP_BUILD:-build/rel}/bin
+export PATH="$bin:$PATH"
 tmp=${BENCH_TMP:-$(mktemp -d)}/replay
 mkdir -p "$tmp"
 export TMPDIR=$tmp/t
 mkdir -p "$TMPDIR"
-[ -x example/acpsnap-agent ] || { echo "replay: the reference agent is not built; skipped"; exit 0; }
+[ -x "$bin/acpsnap-agent" ] || { echo "replay: the reference agent is not built; skipped"; exit 0; }
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 now() { date +%s%N; }
 
@@ -19,7 +21,7 @@ if [ -r scenarios/scenarios.jsonl ]; then
 else
     snap=$tmp/snap
     mkdir -p "$snap"
-    cp example/acpsnap-agent "$tmp/agent"
+    cp "$bin/acpsnap-agent" "$tmp/agent"
     sed "s|^command = .*|command = $tmp/agent|" scenarios/acpsnap-agent.profile > "$snap/agent.profile"
     profile=$snap/agent.profile
     : > "$snap/scenarios.jsonl"
@@ -38,9 +40,9 @@ else
         jq -cn '{kind:"chunks",chunks:([{type:"block-start",index:0,blockType:"text"}]
           + [range(20) | {type:"text-delta",index:0,text:"DONE "}] + [{type:"finish",reason:{kind:"stop"}}])}' >> "$snap/$n/provider.jsonl"
     done
-    ACPSNAP_PROVIDER=replay-serve bin/acpsnap-record -d "$snap" > "$tmp/record.out" 2>&1 || { cat "$tmp/record.out"; exit 1; }
+    ACPSNAP_PROVIDER=replay-serve "$bin/acpsnap-record" -d "$snap" > "$tmp/record.out" 2>&1 || { cat "$tmp/record.out"; exit 1; }
 fi
-names=$(bin/acpsnap-replay -d "$snap" -p "$profile" --list)
+names=$("$bin/acpsnap-replay" -d "$snap" -p "$profile" --list)
 count=$(wc -l <<<"$names")
 echo "replay: $count scenarios from $snap"
 
@@ -50,7 +52,7 @@ for n in $names; do
     t=()
     for k in 1 2 3 4 5; do
         t0=$(now)
-        /usr/bin/time -f %M -o "$tmp/rss" bin/acp-drive -p "$profile" -o "$tmp/out" "$snap/$n" 2>/dev/null || true
+        /usr/bin/time -f %M -o "$tmp/rss" "$bin/acp-drive" -p "$profile" -o "$tmp/out" "$snap/$n" 2>/dev/null || true
         t+=($(( ($(now) - t0) / 1000 )))
         rss+=("$(cat "$tmp/rss")")
     done
@@ -66,7 +68,7 @@ for j in 1 2; do
     t=()
     for k in 1 2 3 4 5; do
         t0=$(now)
-        bin/acpsnap-replay -d "$snap" -p "$profile" -j $j > "$tmp/replay.out" 2>&1 || { cat "$tmp/replay.out"; break; }
+        "$bin/acpsnap-replay" -d "$snap" -p "$profile" -j $j > "$tmp/replay.out" 2>&1 || { cat "$tmp/replay.out"; break; }
         t+=($(( ($(now) - t0) / 1000000 )))
     done
     m=$(printf '%s\n' "${t[@]}" | median)

@@ -6,7 +6,7 @@
 # (default 5) the runs per figure (medians). Prints, never asserts.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-export PATH="$PWD/bin:$PATH"
+export PATH="$PWD/${ACPSNAP_BUILD:-build/rel}/bin:$PATH"
 T=${BENCH_TMP:-$(mktemp -d /tmp/acpsnap-bench.XXXXXX)}
 MB=${BENCH_SCRUB_MB:-100}
 RUNS=${BENCH_RUNS:-5}

@@ -1,8 +1,8 @@
 // Fuzz target: the replay entry and override validators. Every accepted
 // entry has compact bytes that parse again as the same entry, and chunk
 // spans that lie inside them and start with '{'.
-#include "acpsnap.h"
 #include "replay.h"
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 

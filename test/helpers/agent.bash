@@ -1,4 +1,4 @@
-# Driving example/acpsnap-agent over stdio from bats: start it on a fifo,
+# Driving acpsnap-agent (example/) over stdio from bats: start it on a fifo,
 # send hand-written JSON-RPC lines, wait for frames, stop it.
 #   agent_start [VAR=value...]   replay mode, raw persistence by default
 #   send 'json'                  one line to the agent's stdin
@@ -13,7 +13,7 @@
 
 AG_DIR=''
 # ACPSNAP_AGENT_BIN runs another build of the agent (e.g. a sanitizer build).
-AGENT_BIN=${ACPSNAP_AGENT_BIN:-$ROOT/example/acpsnap-agent}
+AGENT_BIN=${ACPSNAP_AGENT_BIN:-$BIN/acpsnap-agent}
 agent_start() {
     AG_DIR=$BATS_TEST_TMPDIR
     W=$AG_DIR/work

@@ -1,10 +1,14 @@
 # Shared bats setup: every suite does `load helpers/common`.
-load '/usr/lib/bats/bats-support/load'
-load '/usr/lib/bats/bats-assert/load'
+# bats-support and bats-assert come from BATS_LIB_PATH (default /usr/lib/bats).
+bats_load_library bats-support
+bats_load_library bats-assert
 
 ROOT="$(cd "$BATS_TEST_DIRNAME/.." && pwd)"
 CORPUS="${ACPSNAP_CORPUS:-$ROOT/test/data/corpus}"
-PATH="$ROOT/bin:$ROOT/example:$PATH"
+# The build under test (make check passes ACPSNAP_BUILD): its bin/ holds every
+# tool, the pipeline scripts and acpsnap-agent.
+BIN="$ROOT/${ACPSNAP_BUILD:-build/rel}/bin"
+PATH="$BIN:$PATH"
 export ROOT CORPUS PATH
 
 # Every fixture under the corpus: session*.jsonl inside snapshots/ trees.

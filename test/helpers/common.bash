@@ -3,7 +3,8 @@
 bats_load_library bats-support
 bats_load_library bats-assert
 
-ROOT="$(cd "$BATS_TEST_DIRNAME/.." && pwd)"
+# The project root: this file lives in test/helpers, whatever the suite's depth.
+ROOT="$(cd "${BASH_SOURCE[0]%/*}/../.." && pwd)"
 CORPUS="${ACPSNAP_CORPUS:-$ROOT/test/data/corpus}"
 # The build under test (make check passes ACPSNAP_BUILD): its bin/ holds every
 # tool, the pipeline scripts and acpsnap-agent.

@@ -150,7 +150,11 @@ fake-agent: crashing on purpose"
     FAKE_EXIT=3 run -1 --separate-stderr acp-drive -p fake.profile -o out snap/s
     assert_equal "${stderr%%$'\n'*}" 'acp-drive: s: the agent failed at shutdown: exit status 3'
     FAKE_NOEXIT=1 run -1 --separate-stderr acp-drive -p fake.profile -o out --exit-timeout 200 snap/s
-    assert_equal "${stderr%%$'\n'*}" 'acp-drive: snap/s/input.json:1: step 0 (initialize): the agent did not exit within 200 ms of stdin closing (killed)'
+    assert_equal "${stderr%%$'\n'*}" 'acp-drive: s: at shutdown, after the last step: the agent did not exit within 200 ms of stdin closing (killed)'
+    # no step at all: the shutdown is still what failed
+    input '{"steps":[]}'
+    FAKE_NOEXIT=1 run -1 --separate-stderr acp-drive -p fake.profile -o out --exit-timeout 200 snap/s
+    assert_equal "${stderr%%$'\n'*}" 'acp-drive: s: at shutdown, after the last step: the agent did not exit within 200 ms of stdin closing (killed)'
     no_leftovers
 }
 

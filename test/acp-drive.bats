@@ -106,7 +106,9 @@ echo: $BATS_TEST_TMPDIR/out/replay.jsonl"
 @test "acp-drive: waits that time out name the step, the agent status and its stderr" {
     input '{"steps":[{"op":"initialize"},{"op":"newSession"},
   {"op":"waitForFile","path":"never-there","timeoutMs":100}]}'
-    run -1 --separate-stderr acp-drive -p fake.profile -o out snap/s
+    # FAKE_NOEXIT: the fake agent must not exit on stdin EOF before it is
+    # killed (under load it could, and the status would read "exit status 0")
+    FAKE_NOEXIT=1 run -1 --separate-stderr acp-drive -p fake.profile -o out snap/s
     assert_equal "$stderr" "acp-drive: snap/s/input.json:2: step 2 (waitForFile): workspace file \"never-there\" did not appear within 100 ms
 acp-drive: s: agent killed by signal 9 (Killed)
 acp-drive: agent stderr:

@@ -319,11 +319,25 @@ static void take_other(inventory *iv, const char *fp, const char *f)
         as_problem(&probs, fp, 0, "stray fixture file the harness does not read (not a fixture name the table declares); rename or delete it");
 }
 
+// A staging entry an interrupted record/refresh/update left (acpsnap-replay(1),
+// ATOMIC WRITES): a hidden name with .acpsnap-new or .acpsnap-old in it, as
+// .<scenario>.acpsnap-new.<pid> beside a scenario or .<file>.acpsnap-new
+// inside one (earlier versions). Returns 1 for one, 2 when it is an
+// .acpsnap-old one.
+static int staging_name(const char *name)
+{
+    if (name[0] != '.') return 0;
+    if (strstr(name, ".acpsnap-old")) return 2;
+    return strstr(name, ".acpsnap-new") != NULL;
+}
+
 // One file of the scenario directory: noted when it is a fixture, reported when stray.
 static void take_file(const scen *S, inventory *iv, const char *sdir, const char *f)
 {
     char *fp = as_path_join(sdir, f);
-    if (!strcmp(f, "input.json")) iv->input = 1;
+    if (staging_name(f))
+        as_problem(&probs, fp, 0, "a staging file left by an interrupted record/refresh; remove it");
+    else if (!strcmp(f, "input.json")) iv->input = 1;
     else if (!strcmp(f, "stdout.expected.jsonl")) iv->out = 1;
     else if (!strcmp(f, "stdout.expected.windows.jsonl")) iv->win = 1;
     else if (!strcmp(f, "session.jsonl")) iv->primary = 1;
@@ -633,9 +647,31 @@ static void list_dir(const as_table *t, scen *sv)
     as_buf_free(&b);
 }
 
+// A staging entry beside the scenarios. An .acpsnap-old one whose scenario
+// is missing is that scenario, whole: acpsnap-exchange's fallback stopped
+// between its renames.
+static void staging_entry(const char *dir, const char *name, int kind, const as_table *t)
+{
+    char *p = as_path_join(dir, name), *row = as_xstrdup(name + 1);
+    char *e = strstr(row, ".acpsnap-old.");
+    int pid = e && e[13] && strspn(e + 13, "0123456789") == strlen(e + 13);   // .<row>.acpsnap-old.<pid>
+    if (e) *e = 0;
+    char *rp = as_path_join(dir, row);
+    struct stat st;
+    if (kind == 2 && pid && as_table_find(t, row) && lstat(rp, &st) < 0 && errno == ENOENT)
+        as_problem(&probs, p, 0, "the whole previous %s, left by an interrupted record/refresh between two renames; rename it to %s (the next record, refresh or update does)", row, rp);
+    else
+        as_problem(&probs, p, 0, "a staging %s left by an interrupted record/refresh; remove it", as_is_dir(p) ? "directory" : "file");
+    free(rp);
+    free(row);
+    free(p);
+}
+
 // An entry of a snapshots directory: a directory no row names is an orphan.
 static void orphan_entry(const char *dir, const char *name, void *table)
 {
+    int kind = staging_name(name);
+    if (kind) { staging_entry(dir, name, kind, table); return; }
     if (as_table_find(table, name)) return;
     char *p = as_path_join(dir, name);
     if (as_is_dir(p))

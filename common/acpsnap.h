@@ -120,14 +120,19 @@ void as_read_file(const char *path, as_buf *b);
 int as_read_raw(const char *path, as_buf *b);
 
 // ---------------------------------------------------------------- out.c
+// Output stops at a line boundary, on trouble too: a fatal exit (as_die*,
+// exit) with a stdout writer open writes its complete lines and, with zstd,
+// ends the open frame, so every frame written is complete (and none is empty);
+// an atomic writer's temp file is removed. Not thread-safe.
 typedef struct as_out as_out;
 // A writer on fd 1. zstd: write zstd frames with checksums; refuses a terminal.
 as_out *as_out_stdout(int zstd);
-// A writer to path, atomically: writes path's sibling temp file; as_out_commit
-// fsyncs and renames over path.
+// A writer to path, atomically: writes path's sibling temp file (created
+// "<path>.tmp.XXXXXX", mode 0666 less the umask, like any new file);
+// as_out_commit fsyncs and renames over path.
 as_out *as_out_atomic(const char *path, int zstd);
 void as_out_write(as_out *o, const void *p, size_t n);
-void as_out_line(as_out *o, const void *p, size_t n);   // p then LF
+void as_out_line(as_out *o, const void *p, size_t n);   // p then LF, never split
 void as_out_frame(as_out *o);     // zstd: end the current frame (no-op when plain)
 void as_out_close(as_out *o);     // stdout writer: flush, end frame, check close; dies on error
 void as_out_commit(as_out *o);    // atomic writer: finish and rename; dies on error

@@ -263,3 +263,39 @@ bad() {
     run -2 --separate-stderr jsonl-pack cut.zst
     assert_equal "$stderr" "jsonl-pack: cut.zst: truncated zstd frame at byte offset 0"
 }
+
+@test "on trouble -z writes nothing for a small output: no header frame" {
+    printf '%s\nbad\n' "$HDR" > b.jsonl
+    jsonl-pack -z b.jsonl > out.zst && false || [ $? -eq 2 ]
+    [ ! -s out.zst ]
+    : > e.jsonl
+    jsonl-pack -z e.jsonl > out.zst && false || [ $? -eq 2 ]
+    [ ! -s out.zst ]
+}
+
+@test "on trouble after a large output: whole lines only, and with -z only complete frames" {
+    {
+        printf '%s\n' "$HDR"
+        for i in $(seq 0 299); do
+            printf '{"type":"x","seq":%d,"time":0,"data":"%s"}\n' "$i" "$(head -c 700 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+        done
+        printf 'bad\n'
+    } > big.jsonl
+    jsonl-pack big.jsonl > out && false || [ $? -eq 2 ]
+    [ -s out ]
+    [ "$(tail -c 1 out | od -An -c | tr -d ' ')" = '\n' ]
+    jsonl-pack -z big.jsonl > out.zst && false || [ $? -eq 2 ]
+    [ -s out.zst ]
+    zstd -q -t out.zst
+    zstd -q -dc out.zst > dec
+    [ "$(tail -c 1 dec | od -An -c | tr -d ' ')" = '\n' ]
+    cmp dec <(head -n "$(wc -l < dec)" big.jsonl)
+}
+
+@test "a line longer than 128 KiB before the trouble keeps its LF" {
+    long=$(head -c 140000 /dev/zero | tr '\0' x)
+    { printf '%s\n' "$HDR"; printf '{"type":"x","seq":0,"time":0,"data":"%s"}\n' "$long"; printf 'bad\n'; } > long.jsonl
+    jsonl-pack long.jsonl > out && false || [ $? -eq 2 ]
+    [ "$(wc -l < out)" -eq 2 ]
+    [ "$(tail -c 1 out | od -An -c | tr -d ' ')" = '\n' ]
+}

@@ -204,9 +204,42 @@ usage: scrub (--stdout | --session | --fixture) [options] [file...]"
 
 @test "a jq runtime error is trouble naming the record" {
     printf '{"a":1}\n{"a":"x"}\n' > in
-    printf '.a + 1\n' > r.jq
+    printf '.a += 1\n' > r.jq
     run -2 --separate-stderr scrub --stdout -f r.jq in
     assert_equal "$stderr" 'scrub: in:2: r.jq: string ("x") and number (1) cannot be added'
+    assert_equal "$output" ''
+}
+
+@test "-f: a program must give exactly one object per record (exit 2, no partial output)" {
+    printf '{"id":1}\n{"id":2}\n' > in
+    printf 'if .id == 2 then empty else . end\n' > none.jq
+    run -2 --separate-stderr scrub --stdout -f none.jq in
+    assert_equal "$stderr" 'scrub: in:2: none.jq: the program gave no value for this record; a rule must give exactly one'
+    assert_equal "$output" ''
+    printf '., .\n' > two.jq
+    run -2 --separate-stderr scrub --stdout -f two.jq in
+    assert_equal "$stderr" 'scrub: in:1: two.jq: the program gave more than one value for this record; a rule must give exactly one'
+    printf '.id\n' > num.jq
+    run -2 --separate-stderr scrub --stdout -f num.jq in
+    assert_equal "$stderr" 'scrub: in:1: num.jq: the program'"'"'s value for this record is not a JSON object'
+}
+
+@test "-f: debug and stderr print on stderr, prefixed with the record and the rule file" {
+    printf '{"id":1}\n' > in
+    printf '.a = (1 | debug) | .b = ("x\\u001b" | stderr)\n' > d.jq
+    run -0 --separate-stderr scrub --stdout -f d.jq in
+    assert_output '{"id":1,"a":1,"b":"x\u001b"}'
+    assert_equal "$stderr" 'scrub: in:1: d.jq: debug: 1
+scrub: in:1: d.jq: stderr: "x\u001b"'
+}
+
+@test "-f: module directives are refused, naming the rule file's line" {
+    printf '{"id":1}\n' > in
+    printf '# helpers\n\nimport "lib" as lib; .\n' > imp.jq
+    printf 'def x: 1;\n' > lib.jq
+    run -2 --separate-stderr scrub --stdout -f imp.jq in
+    assert_equal "$stderr" 'scrub: imp.jq:3: import: module directives (module, import, include) are not supported: a rule file is one self-contained jq program'
+    assert_equal "$output" ''
 }
 
 # ---------------------------------------------------------------- session logs

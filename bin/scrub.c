@@ -307,13 +307,6 @@ static void emit(scrub *sc, const char *line, size_t len)
 
 // ---------------------------------------------------------------- modes
 
-static int blank(const char *s, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r' && s[i] != '\n' && s[i] != '\f' && s[i] != '\v') return 0;
-    return 1;
-}
-
 // Parses one line into j; dies on invalid JSON or a non-object.
 static void parse_object(scrub *sc, as_json *j, const char *line, size_t len, const char *what)
 {
@@ -321,48 +314,61 @@ static void parse_object(scrub *sc, as_json *j, const char *line, size_t len, co
     if (j->t[0].type != AS_JOBJ) as_die_at(sc->file, sc->lineno, 0, "%s is not a JSON object", what);
 }
 
-static void do_stdout(scrub *sc, as_in *in)
+// --stdout: every line a JSON object; an empty line is trouble as in a
+// session log (an empty input is an empty transcript).
+static void do_stdout(scrub *sc, const char *path)
 {
+    as_in *in = as_in_open(path);
     const char *line;
     size_t len;
+    sc->file = as_in_name(in);
     as_norm_reset_ids(sc->norm);
     while (as_in_line(in, &line, &len)) {
         sc->lineno = as_in_lineno(in);
-        if (blank(line, len)) continue;
+        if (!len) as_die_at(sc->file, sc->lineno, 0, "empty line");
         parse_object(sc, &sc->j, line, len, "stdout line");
         as_buf_reset(&sc->a);
         as_norm_stdout_frame(sc->norm, &sc->j, &sc->a);
         emit(sc, sc->a.p, sc->a.n);
     }
+    as_in_close(in);
 }
 
-static void do_session(scrub *sc, as_in *in)
+// One source line of a session log, normalized and written.
+static void session_line(scrub *sc, const as_norm *ctx, const char *line, size_t len, unsigned flags)
 {
+    parse_object(sc, &sc->j, line, len, "record");
+    as_buf_reset(&sc->a);
+    as_norm_session_record(ctx, &sc->j, flags, &sc->a);
+    emit(sc, sc->a.p, sc->a.n);
+}
+
+// --session: the codec validates the log (header, types, forms, rows) as
+// every tool does; each source line is normalized as it stands (no repacking).
+static void do_session(scrub *sc, const char *path)
+{
+    as_sess *s = as_sess_open(path);
     const char *line;
     size_t len;
-    int first = 1;
     const as_norm *ctx = sc->norm;
-    unsigned base = sc->persisted ? AS_NS_COMPARE & ~AS_NS_PROJECT : AS_NS_COMPARE;
-    while (as_in_line(in, &line, &len)) {
-        sc->lineno = as_in_lineno(in);
-        if (blank(line, len)) continue;
+    unsigned flags = sc->persisted ? AS_NS_COMPARE & ~AS_NS_PROJECT : AS_NS_COMPARE;
+    sc->file = as_sess_name(s);
+    sc->lineno = 1;
+    as_sess_header(s, &line, &len);
+    if (!as_norm_has_context(sc->norm)) {
         parse_object(sc, &sc->j, line, len, "record");
-        unsigned flags = base;
-        if (first) {
-            int t = as_json_get(&sc->j, 0, "type");
-            if (t < 0 || !as_json_streq(&sc->j, t, "session"))
-                as_die_at(sc->file, sc->lineno, 0, "not a session log: the first record is not a session header");
-            if (!as_norm_has_context(sc->norm)) {
-                as_norm_from_header(sc->own, &sc->j);
-                ctx = sc->own;
-            }
-            flags |= AS_NS_HEADER;
-            first = 0;
-        }
-        as_buf_reset(&sc->a);
-        as_norm_session_record(ctx, &sc->j, flags, &sc->a);
-        emit(sc, sc->a.p, sc->a.n);
+        as_norm_from_header(sc->own, &sc->j);
+        ctx = sc->own;
     }
+    session_line(sc, ctx, line, len, flags | AS_NS_HEADER);
+    as_event ev;
+    while (as_sess_next(s, &ev)) {
+        if (ev.member > 0) continue;   // a packed row is one line: done at its first member
+        sc->lineno = ev.lineno;
+        as_sess_line(s, &line, &len);
+        session_line(sc, ctx, line, len, flags);
+    }
+    as_sess_close(s);
 }
 
 // --fixture: the packer's output lines.
@@ -443,14 +449,21 @@ static int one(const char *path, void *ctx)
     if (sc->mode == M_FIXTURE) {
         sc->file = path;
         do_fixture(sc, path);
-        return AS_OK;
+    } else if (sc->mode == M_STDOUT) {
+        do_stdout(sc, path);
+    } else {
+        do_session(sc, path);
     }
-    as_in *in = as_in_open(path);
-    sc->file = as_in_name(in);
-    if (sc->mode == M_STDOUT) do_stdout(sc, in);
-    else do_session(sc, in);
-    as_in_close(in);
     return AS_OK;
+}
+
+// A directory option without its trailing separators ("/tmp/w/" is "/tmp/w"),
+// so that it matches the spellings in the records; "/" and "C:\" stay.
+static size_t dir_len(const char *s)
+{
+    size_t n = strlen(s);
+    while (n > 1 && (s[n - 1] == '/' || s[n - 1] == '\\') && !(n == 3 && s[1] == ':')) n--;
+    return n;
 }
 
 static void set_mode(scrub *sc, int m)
@@ -480,8 +493,8 @@ int main(int argc, char **argv)
         case 'o': set_mode(&sc, M_STDOUT); break;
         case 's': set_mode(&sc, M_SESSION); break;
         case 'F': set_mode(&sc, M_FIXTURE); break;
-        case 'c': as_norm_set_cwd(sc.norm, optarg, strlen(optarg)); break;
-        case 'a': as_norm_add_alias(sc.norm, optarg, strlen(optarg)); break;
+        case 'c': as_norm_set_cwd(sc.norm, optarg, dir_len(optarg)); break;
+        case 'a': as_norm_add_alias(sc.norm, optarg, dir_len(optarg)); break;
         case 'i': as_norm_add_session_id(sc.norm, optarg, strlen(optarg)); break;
         case 'C': as_norm_load_file(sc.norm, optarg); break;
         case 'f': sc.rules_path = optarg; break;

@@ -1,5 +1,8 @@
 // in.c - the line reader: files or stdin, plain text or zstd frames (detected
 // by magic), decoded as a stream so memory stays at one line plus buffers.
+// Text holds no NUL byte, and no CR except the one of a CRLF line end: the
+// reader dies naming file:line:col on either, so no tool ever copies a stray
+// CR (JSON whitespace) or a NUL into its output.
 #include "acpsnap.h"
 #include <errno.h>
 #include <fcntl.h>
@@ -21,6 +24,7 @@ struct as_in {
     size_t zret;           // last ZSTD_decompressStream hint (0 = frame complete)
     ZSTD_DCtx *dctx;
     as_buf d; size_t dpos; // decoded bytes, read position
+    uint64_t doff;         // offset of d.p[0] in the decoded text
     long lineno;
 };
 
@@ -57,19 +61,40 @@ static size_t raw_fill(as_in *in)
     }
 }
 
+// zstd frames (magic 0xFD2FB528) and skippable frames (0x184D2A50..5F),
+// both little-endian: a zstd stream may start with either.
+int as_zstd_magic(const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    if (n < 4) return 0;
+    if (b[0] == 0x28 && b[1] == 0xb5 && b[2] == 0x2f && b[3] == 0xfd) return 1;
+    return (b[0] & 0xf0) == 0x50 && b[1] == 0x2a && b[2] == 0x4d && b[3] == 0x18;
+}
+
 static void detect(as_in *in)
 {
     while (!in->eof && in->rn < 4) raw_fill(in);
-    static const unsigned char magic[4] = {0x28, 0xb5, 0x2f, 0xfd};
-    in->zstd = in->rn >= 4 && !memcmp(in->raw, magic, 4);
+    in->zstd = as_zstd_magic(in->raw, in->rn);
     if (in->zstd) {
         in->dctx = ZSTD_createDCtx();
         if (!in->dctx) as_die(AS_TROUBLE, "out of memory");
         in->zret = 1;
-    } else if (memchr(in->raw, 0, in->rn)) {
-        as_die_at(in->name, 0, 0, "not a text or zstd file (NUL byte at offset %zu)",
-                  (size_t)((char *)memchr(in->raw, 0, in->rn) - in->raw));
     }
+}
+
+// Dies when the decoded bytes from `from` on hold a NUL, naming its line
+// (counted from the unread part) and column.
+static void nul_check(const as_in *in, size_t from)
+{
+    const char *d = in->d.p, *z = memchr(d + from, 0, in->d.n - from);
+    if (!z) return;
+    long line = in->lineno + 1;
+    const char *bol = d + in->dpos;
+    for (const char *q = bol; (q = memchr(q, '\n', (size_t)(z - q))); q++) { line++; bol = q + 1; }
+    if (in->zstd)
+        as_die_at(in->name, line, (long)(z - bol) + 1, "NUL byte in the decompressed text");
+    as_die_at(in->name, line, (long)(z - bol) + 1, "not a text or zstd file (NUL byte at offset %llu)",
+              (unsigned long long)(in->doff + (uint64_t)(z - d)));
 }
 
 // Appends more decoded bytes to in->d; returns 0 when nothing more will come.
@@ -77,8 +102,10 @@ static int fill(as_in *in)
 {
     if (!in->zstd) {
         if (in->rpos < in->rn) {   // bytes read during detection
+            size_t from = in->d.n;
             as_buf_put(&in->d, in->raw + in->rpos, in->rn - in->rpos);
             in->rpos = in->rn;
+            nul_check(in, from);
             return 1;
         }
         if (in->eof) return 0;
@@ -89,8 +116,10 @@ static int fill(as_in *in)
             if (r < 0 && errno == EINTR) continue;
             if (r < 0) as_die_sys("read %s", in->name);
             if (r == 0) { in->eof = 1; return 0; }
+            size_t from = in->d.n;
             in->d.n += (size_t)r;
             in->d.p[in->d.n] = 0;
+            nul_check(in, from);
             return 1;
         }
     }
@@ -113,10 +142,26 @@ static int fill(as_in *in)
                       (unsigned long long)in->frame_start, ZSTD_getErrorName(r));
         in->zret = r;
         in->rpos = ib.pos;
+        size_t from = in->d.n;
         in->d.n += ob.pos;
         in->d.p[in->d.n] = 0;
-        if (ob.pos > 0) return 1;
+        if (ob.pos > 0) { nul_check(in, from); return 1; }
     }
+}
+
+// Returns the line [s, s+n) (its LF excluded): the CR of a CRLF end dropped,
+// any other CR trouble.
+static int give(as_in *in, char *s, size_t n, const char **line, size_t *len)
+{
+    if (n && s[n - 1] == '\r') n--;
+    in->lineno++;
+    const char *cr = memchr(s, '\r', n);
+    if (cr)
+        as_die_at(in->name, in->lineno, (long)(cr - s) + 1,
+                  "carriage return inside a line (only a CRLF line end is accepted)");
+    *line = s;
+    *len = n;
+    return 1;
 }
 
 int as_in_line(as_in *in, const char **line, size_t *len)
@@ -129,15 +174,13 @@ int as_in_line(as_in *in, const char **line, size_t *len)
             char *s = in->d.p + in->dpos;
             size_t n = (size_t)(nl - s);
             in->dpos += n + 1;
-            if (n && s[n - 1] == '\r') n--;
-            *line = s; *len = n;
-            in->lineno++;
-            return 1;
+            return give(in, s, n, line, len);
         }
         // Compact before reading more so the buffer holds one line at most.
         if (in->dpos > 0) {
             memmove(in->d.p, in->d.p + in->dpos, in->d.n - in->dpos);
             in->d.n -= in->dpos;
+            in->doff += in->dpos;
             in->dpos = 0;
         }
         scan = in->d.n;
@@ -147,10 +190,7 @@ int as_in_line(as_in *in, const char **line, size_t *len)
     char *s = in->d.p + in->dpos;
     size_t n = in->d.n - in->dpos;
     in->dpos = in->d.n;
-    if (n && s[n - 1] == '\r') n--;
-    *line = s; *len = n;
-    in->lineno++;
-    return 1;
+    return give(in, s, n, line, len);
 }
 
 long as_in_lineno(const as_in *in) { return in->lineno; }

@@ -243,6 +243,9 @@ typedef struct as_sess as_sess;
 // Opens a session log. Reads and checks line 1 (an object whose "type" is
 // "session"); dies on an empty file, a header-less file or malformed JSON.
 as_sess *as_sess_open(const char *path);
+// For a caller whose as_die_hook longjmps out of as_sess_open: releases the
+// decoder it was opening (a no-op when none was).
+void as_sess_open_abandoned(void);
 // Sniffs line 1 of path: 1 when it is a session header, 2 when it is one in
 // a zstd-compressed file, 0 when not (a binary file too); -1 (errno set)
 // when path cannot be opened. Dies on a corrupt zstd frame.

@@ -35,8 +35,14 @@ static const char *row_tag(int kind)
 }
 
 // The decoder being opened: a caller that catches a fatal error in
-// as_sess_open (as_sess_check_soft) releases it.
+// as_sess_open releases it with as_sess_open_abandoned.
 static as_sess *opening;
+
+void as_sess_open_abandoned(void)
+{
+    as_sess_close(opening);
+    opening = NULL;
+}
 
 as_sess *as_sess_open(const char *path)
 {
@@ -714,7 +720,7 @@ int as_sess_check_soft(const char *path, long *badline)
     memset(&c, 0, sizeof c);
     if (setjmp(soft_back)) {
         as_die_hook = saved;
-        if (!c.s) { as_sess_close(opening); opening = NULL; }   // it died opening
+        if (!c.s) as_sess_open_abandoned();   // it died opening
         check_release(&c);
         *badline = 0;
         return 2;

@@ -309,3 +309,17 @@ packs() {
         same_bytes q.jsonl
     done
 }
+
+# ------------------------------------------------------------ a big fixture
+
+@test "fixture-guard reads a 64 MB fixture a line at a time (peak RSS grows < 16 MB)" {
+    command -v /usr/bin/time >/dev/null || skip "no /usr/bin/time"
+    cp -r "$CORPUS/acp-snapshot-suite/suite/snapshots" s
+    # ASan would keep every freed line in its quarantine: measure the program
+    export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=1"
+    /usr/bin/time -f %M -o small fixture-guard s
+    yes "{\"type\":\"x/big\",\"data\":{\"s\":\"$(head -c 32768 /dev/zero | tr '\0' a)\"}}" | head -n 2048 >> s/no-model/session.jsonl
+    /usr/bin/time -f %M -o big fixture-guard s
+    echo "peak RSS: $(cat small) KB, then $(cat big) KB with the 64 MB fixture"
+    [ $(($(cat big) - $(cat small))) -lt 16384 ]
+}

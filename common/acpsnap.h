@@ -261,7 +261,9 @@ int as_sess_next(as_sess *s, as_event *ev);
 const char *as_sess_name(const as_sess *s);
 void as_sess_close(as_sess *s);
 
-// The packer: canonical packing of an event stream into storage lines.
+// The packer: canonical packing of an event stream into storage lines. An
+// event joins a run only when its bytes are exactly those its row member
+// unpacks to, so packing never changes bytes (acpsnap-session(5)).
 // emit(ctx, line, len, srcline) receives each output line (no LF) and the
 // source line number of the first input line it stands for.
 typedef void (*as_emit_fn)(void *ctx, const char *line, size_t len, long srcline);

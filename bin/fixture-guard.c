@@ -42,21 +42,31 @@ typedef struct {
 
 enum { FX_LAYOUT = 1, FX_CONTENT = 2, FX_PIN = 4 };
 
-// Calls fn(ctx, line, len, lineno, has_lf) on each line of s[0, n) (without
-// its LF; has_lf 0 for an unterminated last line) while fn returns 0;
-// returns what stopped it, or 0.
+// Calls fn(ctx, line, len, lineno, has_lf) on each line of f from where it
+// stands, its bytes as they are (without its LF; has_lf 0 for an
+// unterminated last line), while fn returns 0; returns what stopped it, or
+// 0. Holds one line at a time. Dies when path (f) cannot be read.
 typedef int (*line_fn)(void *ctx, const char *line, size_t len, long ln, int has_lf);
-static int each_line(const char *s, size_t n, line_fn fn, void *ctx)
+static int each_line(FILE *f, const char *path, line_fn fn, void *ctx)
 {
+    static char *line;
+    static size_t cap;
     long ln = 0;
-    for (size_t pos = 0; pos < n;) {
-        const char *nl = memchr(s + pos, '\n', n - pos);
-        size_t end = nl ? (size_t)(nl - s) : n;
-        int r = fn(ctx, s + pos, end - pos, ++ln, nl != NULL);
-        if (r) return r;
-        pos = nl ? end + 1 : n;
+    int r = 0;
+    for (ssize_t n; !r && (n = getline(&line, &cap, f)) > 0;) {
+        int lf = line[n - 1] == '\n';
+        r = fn(ctx, line, (size_t)n - (size_t)lf, ++ln, lf);
     }
-    return 0;
+    if (ferror(f)) as_die_sys("read %s", path);
+    return r;
+}
+
+// Opens path for each_line. Dies when it cannot.
+static FILE *open_lines(const char *path)
+{
+    FILE *f = fopen(path, "re");
+    if (!f) as_die_sys("read %s", path);
+    return f;
 }
 
 // One session fixture being read.
@@ -67,6 +77,8 @@ typedef struct {
     as_json j;                  // the record being read
     long envelope;              // first record keeping an envelope member, 0 = none
     int structural;             // a line is broken: the layout checks are moot
+    int stopped;                // fx_line stopped reading (FX_STOP)
+    int private_cwd;            // (FX_CONTENT) a line holds "/private{{cwd}}"
 } fxscan;
 
 enum { FX_NEXT = 0, FX_STOP, FX_DROP };   // read on; stop reading (structural); drop the file
@@ -141,6 +153,33 @@ static int fx_line(void *ctx, const char *line, size_t len, long ln, int has_lf)
     return FX_NEXT;
 }
 
+static const char PRIVATE_CWD[] = "/private{{cwd}}";
+
+// A line of a session fixture as the scan reads on: fx_line until it stops
+// (structural), and for the committed-fixture rules the cwd token on every
+// line, read to the end for it.
+static int fx_scan_line(void *ctx, const char *line, size_t len, long ln, int has_lf)
+{
+    fxscan *x = ctx;
+    if (!x->stopped) {
+        int r = fx_line(ctx, line, len, ln, has_lf);
+        if (r == FX_DROP) return r;
+        x->stopped = r == FX_STOP;
+    }
+    if ((x->what & FX_CONTENT) && !x->private_cwd)
+        x->private_cwd = memmem(line, len, PRIVATE_CWD, sizeof PRIVATE_CWD - 1) != NULL;
+    return x->stopped && (!(x->what & FX_CONTENT) || x->private_cwd) ? FX_STOP : FX_NEXT;
+}
+
+// Each "/private{{cwd}}" of a line (a line_fn; ctx: the path).
+static int private_cwd_line(void *ctx, const char *line, size_t len, long ln, int has_lf)
+{
+    const size_t n = sizeof PRIVATE_CWD - 1;
+    for (const char *p = line, *m; (m = memmem(p, len - (size_t)(p - line), PRIVATE_CWD, n)); p = m + n)
+        as_problem(&probs, ctx, ln, "non-canonical cwd token \"/private{{cwd}}\"; write \"{{cwd}}\"");
+    return 0;
+}
+
 // Whole-file layout of a fixture whose lines all read: projected and canonical.
 static void fx_layout(const fxscan *x)
 {
@@ -156,28 +195,46 @@ static void fx_layout(const fxscan *x)
         probs.count++;
 }
 
+// The start of a session fixture f: 0 when it is text to read (f rewound),
+// else 1, reported (zstd-compressed, or empty).
+static int not_text(FILE *f, const char *path)
+{
+    unsigned char head[4];
+    size_t got = fread(head, 1, sizeof head, f);
+    if (ferror(f)) as_die_sys("read %s", path);
+    if (got == 4 && !memcmp(head, "\x28\xb5\x2f\xfd", 4))
+        as_problem(&probs, path, 0, "zstd-compressed; committed session fixtures are plain JSONL (decompress it with jsonl-project)");
+    else if (got == 0)
+        as_problem(&probs, path, 0, "empty file; a session fixture starts with a session header line");
+    else {
+        rewind(f);
+        return 0;
+    }
+    return 1;
+}
+
 // Checks one session log file. FX_LAYOUT: a header line, one JSON object per
 // line, projected (no envelopes), LF endings and a final LF, canonical packing.
 // FX_CONTENT adds the committed-fixture rules: tokenized request headers
 // (system and tools always; prefix messages too unless FX_PIN), no
-// /private{{cwd}}, no UNKNOWN_TOOL results. Fills *info.
+// /private{{cwd}}, no UNKNOWN_TOOL results. Fills *info. Streams: the file
+// is read line by line (a second time for the cwd tokens when it has some),
+// then by the codec's check, so memory is bounded by a line or a run.
 static void check_fixture(const char *path, unsigned what, fxinfo *info)
 {
-    static as_buf b;
     static fxscan x;
     memset(info, 0, sizeof *info);
-    if (as_read_raw(path, &b) < 0) as_die_sys("read %s", path);
-    if (b.n >= 4 && !memcmp(b.p, "\x28\xb5\x2f\xfd", 4)) {
-        as_problem(&probs, path, 0, "zstd-compressed; committed session fixtures are plain JSONL (decompress it with jsonl-project)");
-        return;
-    }
-    if (b.n == 0) { as_problem(&probs, path, 0, "empty file; a session fixture starts with a session header line"); return; }
+    FILE *f = open_lines(path);
+    if (not_text(f, path)) { fclose(f); return; }
     x.path = path, x.what = what, x.info = info, x.envelope = 0, x.structural = 0;
-    if (each_line(b.p, b.n, fx_line, &x) == FX_DROP) return;
-    if (what & FX_CONTENT)
-        for (const char *p = b.p, *m; (m = memmem(p, b.n - (size_t)(p - b.p), "/private{{cwd}}", 15)); p = m + 15)
-            as_problem(&probs, path, as_line_of(b.p, (size_t)(m - b.p)), "non-canonical cwd token \"/private{{cwd}}\"; write \"{{cwd}}\"");
-    if (!x.structural) fx_layout(&x);
+    x.stopped = 0, x.private_cwd = 0;
+    int r = each_line(f, path, fx_scan_line, &x);
+    if (r != FX_DROP && x.private_cwd) {
+        rewind(f);
+        each_line(f, path, private_cwd_line, (void *)path);
+    }
+    fclose(f);
+    if (r != FX_DROP && !x.structural) fx_layout(&x);
 }
 
 // ------------------------------------------------------------------ the table
@@ -230,10 +287,14 @@ static int stdout_line(void *ctx, const char *line, size_t len, long ln, int has
 // stdout.expected.jsonl: every line one JSON object (a lone LF: the empty transcript).
 static void check_stdout(const char *path)
 {
-    static as_buf b;
-    if (as_read_raw(path, &b) < 0) as_die_sys("read %s", path);
-    if (b.n == 1 && b.p[0] == '\n') return;
-    each_line(b.p, b.n, stdout_line, (void *)path);
+    FILE *f = open_lines(path);
+    struct stat st;
+    int empty = fstat(fileno(f), &st) == 0 && st.st_size == 1 && getc(f) == '\n';
+    if (!empty) {
+        rewind(f);
+        each_line(f, path, stdout_line, (void *)path);
+    }
+    fclose(f);
 }
 
 // Reads a sidecar: 1, or 0 when it does not exist. Dies when it cannot be read.

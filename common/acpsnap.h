@@ -255,6 +255,9 @@ typedef struct as_sess as_sess;
 // Opens a session log. Reads and checks line 1 (an object whose "type" is
 // "session"); dies on an empty file, a header-less file or malformed JSON.
 as_sess *as_sess_open(const char *path);
+// For a caller whose as_die_hook longjmps out of as_sess_open: releases the
+// decoder it was opening (a no-op when none was).
+void as_sess_open_abandoned(void);
 // Sniffs line 1 of path: 1 when it is a session header, 2 when it is one in
 // a zstd-compressed file, 0 when not (a binary file too); -1 (errno set)
 // when path cannot be opened. Dies on a corrupt zstd frame.
@@ -270,7 +273,9 @@ int as_sess_next(as_sess *s, as_event *ev);
 const char *as_sess_name(const as_sess *s);
 void as_sess_close(as_sess *s);
 
-// The packer: canonical packing of an event stream into storage lines.
+// The packer: canonical packing of an event stream into storage lines. An
+// event joins a run only when its bytes are exactly those its row member
+// unpacks to, so packing never changes bytes (acpsnap-session(5)).
 // emit(ctx, line, len, srcline) receives each output line (no LF) and the
 // source line number of the first input line it stands for.
 typedef void (*as_emit_fn)(void *ctx, const char *line, size_t len, long srcline);

@@ -16,7 +16,8 @@ static struct {
     int failures;
 } rp;
 
-int replay_init(const config *c) {
+int replay_init(const config *c)
+{
     int log = as_is_session_log(c->replay_script);   // else a replay script
     if (log < 0) as_die_sys("open %s", c->replay_script);
     if (log)
@@ -29,7 +30,8 @@ int replay_init(const config *c) {
     return 0;
 }
 
-int replay_finish(void) {
+int replay_finish(void)
+{
     if (rp.next < rp.sc.n) {
         as_warn("replay: %zu of %zu entries not consumed", rp.sc.n - rp.next, rp.sc.n);
         rp.failures++;
@@ -38,13 +40,15 @@ int replay_finish(void) {
     return rp.failures;
 }
 
-static void replay_close(stream *s) {
+static void replay_close(stream *s)
+{
     pthread_mutex_lock(&ag.mu);
     if (s->impl) rp.in_flight = 0;
     pthread_mutex_unlock(&ag.mu);
 }
 
-static void write_ready_file(const char *cwd, const char *rel) {
+static void write_ready_file(const char *cwd, const char *rel)
+{
     as_buf p = {0};
     if (rel[0] == '/') as_buf_puts(&p, rel);
     else as_buf_printf(&p, "%s/%s", cwd, rel);
@@ -54,7 +58,8 @@ static void write_ready_file(const char *cwd, const char *rel) {
     as_buf_free(&p);
 }
 
-stream *replay_start(const model_req *r) {
+stream *replay_start(const model_req *r)
+{
     stream *s = as_xmalloc(sizeof *s);
     memset(s, 0, sizeof *s);
     s->close = replay_close;

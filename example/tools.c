@@ -33,7 +33,8 @@ int tool_known(const char *n) { return !strcmp(n, "bash") || !strcmp(n, "read_fi
 int tool_needs_permission(const char *n) { return !strcmp(n, "bash") || !strcmp(n, "write_file"); }
 
 // Appends s with invalid UTF-8 replaced by U+FFFD, so results are valid JSON text.
-static void put_utf8(as_buf *b, const char *s, size_t n) {
+static void put_utf8(as_buf *b, const char *s, size_t n)
+{
     const unsigned char *p = (const unsigned char *)s, *e = p + n;
     while (p < e) {
         unsigned c = *p;
@@ -54,7 +55,8 @@ static void put_utf8(as_buf *b, const char *s, size_t n) {
     }
 }
 
-static char *resolve(const char *cwd, const char *path) {
+static char *resolve(const char *cwd, const char *path)
+{
     as_buf b = {0};
     if (path[0] == '/') as_buf_puts(&b, path);
     else as_buf_printf(&b, "%s/%s", cwd, path);
@@ -63,7 +65,8 @@ static char *resolve(const char *cwd, const char *path) {
 
 static void result(tool_result *out, int is_error, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-static void result(tool_result *out, int is_error, const char *fmt, ...) {
+static void result(tool_result *out, int is_error, const char *fmt, ...)
+{
     va_list ap;
     va_start(ap, fmt);
     char *s = NULL;
@@ -73,7 +76,8 @@ static void result(tool_result *out, int is_error, const char *fmt, ...) {
     out->is_error = is_error;
 }
 
-static void run_read(const char *cwd, const char *path, tool_result *out) {
+static void run_read(const char *cwd, const char *path, tool_result *out)
+{
     char *full = resolve(cwd, path);
     int fd = open(full, O_RDONLY | O_CLOEXEC);
     if (fd < 0) { result(out, 1, "error: unable to read %s: %s", path, strerror(errno)); free(full); return; }
@@ -92,7 +96,8 @@ static void run_read(const char *cwd, const char *path, tool_result *out) {
     as_buf_free(&data);
 }
 
-static void run_write(const char *cwd, const char *path, const char *content, tool_result *out) {
+static void run_write(const char *cwd, const char *path, const char *content, tool_result *out)
+{
     char *full = resolve(cwd, path);
     int fd = open(full, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     size_t n = strlen(content);
@@ -111,7 +116,8 @@ static void run_write(const char *cwd, const char *path, const char *content, to
 }
 
 // Spills the full output to <spill_root>/session-<12 hex>/<12 hex>-bash.txt.
-static char *spill(const config *c, const char *session_id, const char *data, size_t n) {
+static char *spill(const config *c, const char *session_id, const char *data, size_t n)
+{
     char sid[13] = {0}, rnd[13];
     for (size_t i = 0, k = 0; session_id[i] && k < 12; i++)
         if (session_id[i] != '-') sid[k++] = session_id[i];
@@ -139,7 +145,8 @@ fail:
 }
 
 static void run_bash(const config *c, const char *session_id, const char *cwd, const char *cmd,
-                     const _Atomic int *cancel, tool_result *out) {
+                     const _Atomic int *cancel, tool_result *out)
+{
     int pfd[2];
     if (pipe2(pfd, O_CLOEXEC)) { result(out, 1, "error: unable to create a pipe: %s", strerror(errno)); return; }
     const char *home = getenv("HOME"), *tmp = getenv("TMPDIR");
@@ -221,7 +228,8 @@ static void run_bash(const config *c, const char *session_id, const char *cwd, c
 }
 
 void tool_run(const config *c, const char *session_id, const char *cwd, const char *name,
-              const char *args, const _Atomic int *cancel, tool_result *out) {
+              const char *args, const _Atomic int *cancel, tool_result *out)
+{
     as_json j = {0};
     memset(out, 0, sizeof *out);
     if (as_json_parse(&j, args, strlen(args)) || j.t[0].type != AS_JOBJ) {

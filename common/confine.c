@@ -124,6 +124,16 @@ int as_open_beneath(int rootfd, const char *rel, int flags, mode_t mode)
     return walk_open(rootfd, rel, flags, mode);
 }
 
+const char *as_beneath_strerror(int err)
+{
+    switch (err) {
+    case ELOOP: return "a symbolic link on the way (links are not followed)";
+    case EXDEV: return "it leaves its root";
+    case EINVAL: return "not a relative path beneath its root";
+    default: return strerror(err);
+    }
+}
+
 int as_open_under(const char *root, const char *rel, int flags, mode_t mode)
 {
     int rfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

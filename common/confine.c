@@ -39,14 +39,13 @@ int as_rel_check(const char *rel, const char **why)
 
 int as_name_check(const char *name, const char **why)
 {
-    size_t n = strlen(name);
     *why = NULL;
-    if (n == 0) *why = "an empty name";
-    else if (n > AS_NAME_MAX) *why = "a name longer than 128 bytes";
+    if (!*name) *why = "an empty name";
     else if (strchr(name, '/')) *why = "a '/' in the name";
     else if (name[0] == '.' || name[0] == '-') *why = "a name starting with '.' or '-'";
     for (const char *p = name; !*why && *p; p++)
         if (bad_byte((unsigned char)*p)) *why = "a control character in the name";
+    if (!*why && strlen(name) > AS_NAME_MAX) *why = "a name longer than 128 bytes";
     return *why ? -1 : 0;
 }
 
@@ -226,6 +225,15 @@ static int copy_file(int sfd, int dfd, const char *name, mode_t mode)
 
 static int copy_dir(int sfd, int dfd, const char *rel, char **bad);
 
+// *bad = rel (the refused entry), errno kept; -1.
+static int named(char **bad, const char *rel)
+{
+    int e = errno;
+    *bad = as_xstrdup(rel);
+    errno = e;
+    return -1;
+}
+
 static int copy_entry(int sfd, int dfd, const char *name, const char *rel, char **bad)
 {
     struct stat st;
@@ -255,15 +263,14 @@ static int copy_entry(int sfd, int dfd, const char *name, const char *rel, char 
     }
     return 0;
 fail:
-    *bad = as_xstrdup(rel);
-    return -1;
+    return named(bad, rel);
 }
 
 static int copy_dir(int sfd, int dfd, const char *rel, char **bad)
 {
     int fd = dup(sfd);
     DIR *d = fd < 0 ? NULL : fdopendir(fd);
-    if (!d) { if (fd >= 0) close(fd); *bad = as_xstrdup(*rel ? rel : "."); return -1; }
+    if (!d) { int e = errno; if (fd >= 0) close(fd); errno = e; return named(bad, *rel ? rel : "."); }
     struct dirent *de;
     int rc = 0;
     while (!rc && (de = readdir(d))) {
@@ -282,9 +289,9 @@ int as_copy_tree(const char *src, const char *dst, char **bad)
 {
     *bad = NULL;
     int sfd = open(src, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (sfd < 0) { *bad = as_xstrdup("."); return -1; }
+    if (sfd < 0) return named(bad, ".");
     int dfd = open(dst, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd < 0) { int e = errno; close(sfd); errno = e; *bad = as_xstrdup("."); return -1; }
+    if (dfd < 0) { int e = errno; close(sfd); errno = e; return named(bad, "."); }
     int rc = copy_dir(sfd, dfd, "", bad);
     int e = errno;
     close(sfd);

@@ -184,15 +184,21 @@ void wait_log(run *r, int what, int64_t minturn, const char *arg, long child, lo
 }
 
 
-// A wait file: rel looked up beneath the cwd, no link followed on the way (the
-// entry itself may be anything). 1 there, 0 not yet, -1 failed.
+// A wait file: rel looked up beneath the cwd, no link followed; a symbolic
+// link there is not the file (a seed cannot stand in for it). 1 there, 0 not
+// yet, -1 failed.
 typedef struct { const char *cwd, *rel; } wait_path;
 
 static int file_exists(run *r, const void *ctx)
 {
     const wait_path *w = ctx;
     int fd = as_open_under(w->cwd, w->rel, O_PATH | O_NOFOLLOW, 0);
-    if (fd >= 0) { close(fd); return 1; }
+    struct stat st;
+    if (fd >= 0) {
+        int there = !fstat(fd, &st) && !S_ISLNK(st.st_mode);
+        close(fd);
+        return there;
+    }
     if (errno == ENOENT) return 0;
     fail(r, "workspace file \"%s\": %s", w->rel, as_beneath_strerror(errno));
     return -1;

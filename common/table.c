@@ -51,10 +51,10 @@ static const char *type_name(int t)
 {
     switch (t) {
     case T_BOOL: return "a boolean";
-    case T_STR: return "a non-empty string";
+    case T_STR: return "a non-empty string (no NUL character)";
     case T_IDX: return "an array of distinct child indices (integers from 1)";
     case T_UINT: return "a non-negative integer";
-    default: return "an object of string values";
+    default: return "an object of string values (no NUL character)";
     }
 }
 
@@ -64,6 +64,17 @@ static char *tokstr(const as_json *j, int tok)
     as_json_str(j, tok, &b);
     if (!b.p) as_buf_grow(&b, 1);
     return b.p;
+}
+
+// 1 when string token tok decodes to bytes holding a NUL, which a C string
+// (and a shell reading jq's output) would cut or drop.
+static int has_nul(const as_json *j, int tok)
+{
+    as_buf b = {0};
+    as_json_str(j, tok, &b);
+    int nul = b.n && memchr(b.p, 0, b.n);
+    as_buf_free(&b);
+    return nul;
 }
 
 // Checks the value token v against type t; on success stores it in sc.
@@ -88,7 +99,7 @@ static int take(const as_json *j, int v, const struct field *f, as_scenario *sc)
         return 1;
     }
     case T_STR: {
-        if (t->type != AS_JSTR || t->end - t->start <= 2) return 0;
+        if (t->type != AS_JSTR || t->end - t->start <= 2 || has_nul(j, v)) return 0;
         char **dst = f->bit == AS_F_NAME ? &sc->name
                    : f->bit == AS_F_HEADERCLASS ? &sc->headerClass
                    : f->bit == AS_F_PROMPTSRC ? &sc->systemPromptSource
@@ -123,7 +134,7 @@ static int take(const as_json *j, int v, const struct field *f, as_scenario *sc)
     default: {
         if (t->type != AS_JOBJ) return 0;
         for (int k = as_json_firstkey(j, v); k >= 0; k = as_json_nextkey(j, k))
-            if (j->t[k + 1].type != AS_JSTR) return 0;
+            if (j->t[k + 1].type != AS_JSTR || has_nul(j, k) || has_nul(j, k + 1)) return 0;
         sc->envKeys = as_xmalloc((t->count ? t->count : 1) * sizeof(char *));
         sc->envVals = as_xmalloc((t->count ? t->count : 1) * sizeof(char *));
         for (int k = as_json_firstkey(j, v); k >= 0; k = as_json_nextkey(j, k)) {

@@ -340,6 +340,14 @@ guard_says() {
     assert_line --index 0 'fixture-guard: s/scenarios.jsonl:1: scenario name "-rf" breaks the name rule: a name starting with '"'.'"' or '"'-'"'; see acpsnap-scenarios(5)'
 }
 
+@test "a NUL in a name or an env string, which C and the shell would cut" {
+    table_set no-model '.name="no-model\u0000/../../victim"'
+    table_set authored-error '.env={"A":"x\u0000y"}'
+    run -1 --separate-stderr fixture-guard --table s
+    assert_equal "$stderr" 'fixture-guard: s/scenarios.jsonl:4: field "name" must be a non-empty string (no NUL character)
+fixture-guard: s/scenarios.jsonl:6: field "env" must be an object of string values (no NUL character)'
+}
+
 @test "configPath, workspaceParent, sources and env obey the path rules" {
     table_set no-model '.configPath="../../etc/passwd" | .workspaceParent="/etc" | .env={"LD_PRELOAD":"./x.so","ACPSNAP_SESSIONS_ROOT":"/tmp","OK_VAR":"1","1BAD":"x"}'
     table_set authored-error '.workspaceParent="$TMPDIR/../x"'

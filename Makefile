@@ -98,7 +98,7 @@ ACPSNAP_BIN       := $(CURDIR)/$(OUT)
 include share/acpsnap.mk
 replay record refresh update: $(PREP)
 	@$(MAKE) --no-print-directory all
-	@$(_acpsnap) --mode $@ '$(SCENARIO)'
+	@$(_acpsnap) --mode $@ -- "$$ACPSNAP_MK_SCENARIO"
 
 # The flags a flavour was built with: each stamp is rewritten (made newer)
 # only when its text changes, so objects rebuild when the compile flags

@@ -14,13 +14,16 @@
 #include <unistd.h>
 
 static const char USAGE[] =
-    "usage: fixture-guard [--list] DIR...\n"
+    "usage: fixture-guard [--list | --table] DIR...\n"
     "       fixture-guard --discover ROOT...\n"
     "Checks each snapshots directory DIR against DIR/scenarios.jsonl: required,\n"
     "missing, orphaned and stray files, canonical projected fixtures with\n"
     "tokenized request headers, header pins and their sidecars, the table rows\n"
     "and every input.json. Prints one line per problem; exit 1 when any.\n"
     "  -l, --list      print each scenario and its roles instead of checking\n"
+    "  -t, --table     the table's checks only: its rows (the name and path\n"
+    "                  rules among them), header pins, and no scenario directory\n"
+    "                  or file of one that is a symbolic link\n"
     "  -d, --discover  find every .jsonl under ROOT whose first line is a session\n"
     "                  header and check that it is canonical and projected\n"
     "  -h, --help      this text\n"
@@ -318,12 +321,52 @@ typedef struct {
 static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 // Lists the regular files of directory d (named sdir) into iv, sorted for stable output.
+// ------------------------------------------------------------ links
+// Nothing the pipelines write through or read from a scenario directory is a
+// symbolic link (acpsnap-scenarios(5), TRUST MODEL): neither the directory
+// nor a file in it; workspace/ may hold links that stay inside it (acp-drive).
+
+// 1 when entry e of directory sdir is a symbolic link (reported).
+static int entry_link(const char *sdir, const struct dirent *e)
+{
+    struct stat st;
+    char *p = as_path_join(sdir, e->d_name);
+    int link = e->d_type == DT_LNK || (e->d_type == DT_UNKNOWN && !lstat(p, &st) && S_ISLNK(st.st_mode));
+    if (link) as_problem(&probs, p, 0, "a symbolic link; a scenario's files are regular files (links are not followed)");
+    free(p);
+    return link;
+}
+
+// 1 when the scenario directory sdir is a symbolic link (reported).
+static int dir_link(const char *sdir)
+{
+    struct stat st;
+    if (lstat(sdir, &st) || !S_ISLNK(st.st_mode)) return 0;
+    as_problem(&probs, sdir, 0, "a symbolic link; a scenario directory is a directory of the snapshots tree (links are not followed)");
+    return 1;
+}
+
+// The link rules alone, over every row's directory (--table).
+static void table_links(const char *dir, const as_table *t)
+{
+    for (size_t i = 0; i < t->n; i++) {
+        char *sdir = as_path_join(dir, t->v[i].name);
+        DIR *d = dir_link(sdir) ? NULL : opendir(sdir);
+        for (struct dirent *e; d && (e = readdir(d));)
+            if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) entry_link(sdir, e);
+        if (d) closedir(d);
+        free(sdir);
+    }
+}
+
+// ------------------------------------------------------------ scenario files
 static void list_files(DIR *d, const char *sdir, inventory *iv)
 {
     size_t cap = 0;
     for (struct dirent *e; (e = readdir(d));) {
         if (e->d_name[0] == '.' && (!e->d_name[1] || (e->d_name[1] == '.' && !e->d_name[2]))) continue;
         if (e->d_type != DT_REG && e->d_type != DT_LNK && e->d_type != DT_UNKNOWN) continue;
+        if (entry_link(sdir, e)) continue;
         char *p = as_path_join(sdir, e->d_name);
         int reg = e->d_type == DT_REG || as_is_file(p);
         free(p);
@@ -472,6 +515,7 @@ static void check_scenario(const char *dir, scen *S)
 {
     const as_scenario *sc = S->sc;
     char *sdir = as_path_join(dir, sc->name);
+    if (dir_link(sdir)) { free(sdir); return; }
     DIR *d = opendir(sdir);
     if (!d) {
         if (errno != ENOENT && errno != ENOTDIR) as_die_sys("open directory %s", sdir);
@@ -755,9 +799,11 @@ static void check_dir(const char *dir, const as_table *t, scen *sv)
     free(ov);
 }
 
+enum { G_CHECK, G_LIST, G_TABLE };
+
 static int guard_dir(const char *arg, void *ctx)
 {
-    int listing = *(int *)ctx;
+    int mode = *(int *)ctx;
     char *dir = as_dir_arg(arg);
     char *tpath = as_path_join(dir, "scenarios.jsonl");
     if (access(tpath, R_OK) < 0) as_die_sys("read the scenario table %s", tpath);
@@ -766,10 +812,11 @@ static int guard_dir(const char *arg, void *ctx)
     as_table_load(tpath, &t, as_problem_report, &probs);
     scen *sv = calloc(t.n + 1, sizeof *sv);
     if (!sv) as_die(AS_TROUBLE, "out of memory");
-    probs.quiet = listing;
+    probs.quiet = mode == G_LIST;
     check_classes(&t, sv);
     probs.quiet = 0;
-    if (listing) list_dir(&t, sv);
+    if (mode == G_LIST) list_dir(&t, sv);
+    else if (mode == G_TABLE) table_links(dir, &t);
     else check_dir(dir, &t, sv);
     free(sv);
     as_table_free(&t);
@@ -819,24 +866,25 @@ static int discover(const char *arg, void *ctx)
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"list", no_argument, 0, 'l'}, {"discover", no_argument, 0, 'd'},
+        {"list", no_argument, 0, 'l'}, {"table", no_argument, 0, 't'}, {"discover", no_argument, 0, 'd'},
         {"help", no_argument, 0, 'h'}, {"version", no_argument, 0, 'V'}, {0, 0, 0, 0},
     };
-    int listing = 0, disc = 0, c;
+    int mode = G_CHECK, disc = 0, c;
     as_setprog(argv[0]);
-    while ((c = getopt_long(argc, argv, "ldhV", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "ltdhV", opts, NULL)) != -1) {
         switch (c) {
-        case 'l': listing = 1; break;
+        case 'l': if (mode != G_CHECK) as_usage_exit(USAGE, AS_TROUBLE); mode = G_LIST; break;
+        case 't': if (mode != G_CHECK) as_usage_exit(USAGE, AS_TROUBLE); mode = G_TABLE; break;
         case 'd': disc = 1; break;
         case 'h': as_usage_exit(USAGE, 0);
         case 'V': as_version_exit();
         default: as_usage_exit(USAGE, AS_TROUBLE);
         }
     }
-    if (optind >= argc || (listing && disc)) as_usage_exit(USAGE, AS_TROUBLE);
+    if (optind >= argc || (mode != G_CHECK && disc)) as_usage_exit(USAGE, AS_TROUBLE);
     int worst = AS_OK;
     for (int i = optind; i < argc; i++) {
-        int r = disc ? discover(argv[i], NULL) : guard_dir(argv[i], &listing);
+        int r = disc ? discover(argv[i], NULL) : guard_dir(argv[i], &mode);
         if (r > worst) worst = r;
     }
     return worst;

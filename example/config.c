@@ -1,8 +1,10 @@
 // config.c - settings: defaults < config file < snapshot overlay < env < command line.
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "acpsnap.h"
 #include "agent.h"
@@ -109,10 +111,16 @@ static const char *apply(config *c, const char *k, const char *v)
     return NULL;
 }
 
-static void load_file(config *c, const char *path)
+// nofollow: the file may not be a symbolic link (the snapshot overlay, which
+// sits in a snapshots tree beside the config the harness named).
+static void load_file(config *c, const char *path, int nofollow)
 {
-    FILE *f = fopen(path, "r");
-    if (!f) as_die(AS_TROUBLE, "unable to open config %s: %s", path, strerror(errno));
+    int fd = open(path, O_RDONLY | O_CLOEXEC | (nofollow ? O_NOFOLLOW : 0));
+    FILE *f = fd < 0 ? NULL : fdopen(fd, "r");
+    if (!f) {
+        if (nofollow && errno == ELOOP) as_die(AS_TROUBLE, "unable to open config %s: a symbolic link (not followed)", path);
+        as_die(AS_TROUBLE, "unable to open config %s: %s", path, strerror(errno));
+    }
     char *line = NULL; size_t cap = 0; ssize_t n; long lineno = 0;
     while ((n = getline(&line, &cap, f)) >= 0) {
         lineno++;
@@ -176,7 +184,7 @@ void config_load(config *c, const char *path, const char *cli_replay)
 
     if (!path) { const char *e = getenv("ACPSNAP_AGENT_CONFIG"); if (e && *e) path = e; }
     if (path) {
-        load_file(c, path);
+        load_file(c, path, 0);
         if (snap_replay) {
             // X.conf → X.snapshot.conf beside it
             as_buf ov = {0};
@@ -188,7 +196,8 @@ void config_load(config *c, const char *path, const char *cli_replay)
                 as_buf_puts(&ov, path);
                 as_buf_puts(&ov, ".snapshot");
             }
-            if (access(ov.p, F_OK) == 0) load_file(c, ov.p);
+            struct stat st;
+            if (lstat(ov.p, &st) == 0) load_file(c, ov.p, 1);
             as_buf_free(&ov);
         }
     }

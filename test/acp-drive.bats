@@ -70,6 +70,47 @@ echo: $BATS_TEST_TMPDIR/out/replay.jsonl"
     no_leftovers
 }
 
+@test "acp-drive: workspace/ links inside it are kept; outside ones, fifos and a linked configPath are trouble" {
+    input '{"steps":[{"op":"initialize"},{"op":"newSession"},{"op":"prompt","text":"cat: in.txt"}]}'
+    mkdir -p snap/s/workspace/sub
+    printf 'seeded\n' > snap/s/workspace/sub/seed.txt
+    ln -s sub/seed.txt snap/s/workspace/in.txt
+    run -0 acp-drive -p fake.profile -o out snap/s
+    run -0 jq -r 'select(.method) | .params.update.content.text' out/stdout.raw.jsonl
+    assert_output 'echo: seeded'
+    ln -s ../../../outside snap/s/workspace/sub/out
+    run -2 --separate-stderr acp-drive -p fake.profile -o out snap/s
+    assert_equal "$stderr" 'acp-drive: snap/s/workspace/sub/out: a symbolic link that leaves the workspace'
+    rm snap/s/workspace/sub/out
+    ln -s /etc/passwd snap/s/workspace/abs
+    run -2 --separate-stderr acp-drive -p fake.profile -o out snap/s/
+    assert_equal "$stderr" 'acp-drive: snap/s/workspace/abs: a symbolic link that leaves the workspace'
+    rm snap/s/workspace/abs
+    mkfifo snap/s/workspace/pipe
+    run -2 --separate-stderr acp-drive -p fake.profile -o out snap/s
+    assert_equal "$stderr" 'acp-drive: snap/s/workspace/pipe: not a file, directory or link (a fifo, socket or device)'
+    rm snap/s/workspace/pipe
+    no_leftovers
+    printf '%s\n' '{"name":"s","hasModelTurn":false,"recorded":false,"configPath":"agent.conf"}' > snap/scenarios.jsonl
+    printf 'x = 1\n' > elsewhere.conf
+    ln -s ../elsewhere.conf snap/agent.conf
+    run -2 --separate-stderr acp-drive -p fake.profile -o out snap/s
+    assert_equal "$stderr" "acp-drive: $BATS_TEST_TMPDIR/snap/scenarios.jsonl:1: configPath \"agent.conf\": a symbolic link on the way (links are not followed)"
+    no_leftovers
+}
+
+@test "acp-drive: a wait file is looked up beneath the cwd; a link there is not the file" {
+    mkdir -p snap/s/workspace
+    ln -s nowhere snap/s/workspace/ready
+    input '{"steps":[{"op":"initialize"},{"op":"newSession"},{"op":"waitForFile","path":"ready","timeoutMs":200}]}'
+    run -1 --separate-stderr acp-drive -p fake.profile -o out snap/s
+    assert_equal "${stderr%%$'\n'*}" 'acp-drive: snap/s/input.json:1: step 2 (waitForFile): workspace file "ready" did not appear within 200 ms'
+    input '{"steps":[{"op":"initialize"},{"op":"waitForFile","path":"../ready"}]}'
+    run -2 --separate-stderr acp-drive -p fake.profile -o out snap/s
+    assert_equal "$stderr" 'acp-drive: snap/s/input.json:1: steps[1] (waitForFile): the file to wait for, "../ready", must be a path beneath the cwd: a '"'.'"' or '"'..'"' component in a path'
+    no_leftovers
+}
+
 @test "acp-drive: permission requests are answered FIFO by option kind" {
     input '{"steps":[{"op":"initialize"},{"op":"newSession"},{"op":"prompt","text":"ask: a"},{"op":"prompt","text":"ask: b"},{"op":"prompt","text":"ask: c"}],"permissionAnswers":[{"kind":"reject_once"},{"kind":"allow_once"}]}'
     run -0 acp-drive -p fake.profile -o out snap/s

@@ -204,7 +204,7 @@ static void release(run *r, char **envp)
     as_json_free(&r->frame);
     as_buf_free(&r->line); as_buf_free(&r->errbuf); as_buf_free(&r->scratch);
     free(r->session_id); free(r->script_error); free(r->fail); free(r->serve_log);
-    free(r->input_path); free(r->sessions_root);
+    free(r->scen_arg); free(r->input_path); free(r->sessions_root);
     free(r->cwd); free(r->tmp_root); free(r->spill_root);
     if (r->fin >= 0) close(r->fin);
     if (r->fout >= 0) close(r->fout);

@@ -69,8 +69,6 @@ void as_problem_report(void *ctx, const char *file, long line, const char *msg);
 // ---------------------------------------------------------------- path.c
 char *as_path_join(const char *dir, const char *name);   // "dir/name", caller frees
 char *as_path_join3(const char *dir, const char *name, const char *file);   // "dir/name/file", caller frees
-// 1 when the name path exists, whatever it is, even a dangling symbolic link (lstat).
-int as_path_exists(const char *path);
 // 1 when path leads to a directory (stat: symbolic links followed).
 int as_is_dir(const char *path);
 // 1 when path leads to a regular file (stat: symbolic links followed).

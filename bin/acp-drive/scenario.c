@@ -92,8 +92,6 @@ static char *workspace_parent(const char *wp)
 }
 
 // Seeds the cwd from the scenario's workspace/ (confine.h's as_copy_tree):
-// files, directories and links that stay inside; anything else is trouble.
-// Seeds the cwd from the scenario's workspace/ (confine.h's as_copy_tree):
 // files, directories and links that stay inside; anything else is trouble,
 // named as the user spelled the scenario's path.
 static void copy_workspace(const run *r, const char *ws)

@@ -402,6 +402,7 @@ static void do_fixture(scrub *sc, const char *path)
     as_sess *s = as_sess_open(path);
     const char *hl;
     size_t hlen;
+    sc->file = as_sess_name(s);
     as_sess_header(s, &hl, &hlen);
     sc->lineno = 1;
     if (as_json_parse(&sc->j, hl, hlen) < 0) as_json_die(&sc->j, sc->file, 1);
@@ -451,7 +452,6 @@ static int one(const char *path, void *ctx)
 {
     scrub *sc = ctx;
     if (sc->mode == M_FIXTURE) {
-        sc->file = path;
         do_fixture(sc, path);
     } else if (sc->mode == M_STDOUT) {
         do_stdout(sc, path);

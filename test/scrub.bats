@@ -398,4 +398,6 @@ scrub: in:1: d.jq: stderr: "x\u001b"'
     printf '%s\n' '{"type":"session","id":"s1","cwd":"/"}' > log
     run -2 --separate-stderr scrub --fixture log
     assert_equal "$stderr" 'scrub: log:1: the header cwd has no basename to tokenize (see --keep-cwd)'
+    run -2 --separate-stderr bash -c 'scrub --fixture < log'
+    assert_equal "$stderr" 'scrub: <stdin>:1: the header cwd has no basename to tokenize (see --keep-cwd)'
 }

@@ -21,7 +21,8 @@ static const char usage[] =
     "  -i, --session-id ID    a session id of the run (→ {{sessionId}}; repeatable)\n"
     "  -C, --context FILE     the context as JSON: {sessionIds, cwd, cwdAliases}\n"
     "                         or a whole run.json (its normalizeContext)\n"
-    "  -f, --rules FILE       a jq program applied to each record afterwards\n"
+    "  -f, --rules FILE       a jq program applied to each record afterwards: it\n"
+    "                         must give one object (see RULE FILES in scrub(1))\n"
     "  -n, --native-paths     keep cwd-rooted path separators as captured\n"
     "  -P, --persisted        --session: keep the envelopes (times zeroed)\n"
     "  -k, --keep-cwd         --fixture: leave the cwd literal (workspaceParent runs)\n"
@@ -334,12 +335,11 @@ static void do_stdout(scrub *sc, const char *path)
     as_in_close(in);
 }
 
-// One source line of a session log, normalized and written.
-static void session_line(scrub *sc, const as_norm *ctx, const char *line, size_t len, unsigned flags)
+// One record of a session log (its tokens j, root 0), normalized and written.
+static void session_record(scrub *sc, const as_norm *ctx, const as_json *j, unsigned flags)
 {
-    parse_object(sc, &sc->j, line, len, "record");
     as_buf_reset(&sc->a);
-    as_norm_session_record(ctx, &sc->j, flags, &sc->a);
+    as_norm_session_record(ctx, j, flags, &sc->a);
     emit(sc, sc->a.p, sc->a.n);
 }
 
@@ -355,18 +355,23 @@ static void do_session(scrub *sc, const char *path)
     sc->file = as_sess_name(s);
     sc->lineno = 1;
     as_sess_header(s, &line, &len);
+    parse_object(sc, &sc->j, line, len, "record");
     if (!as_norm_has_context(sc->norm)) {
-        parse_object(sc, &sc->j, line, len, "record");
         as_norm_from_header(sc->own, &sc->j);
         ctx = sc->own;
     }
-    session_line(sc, ctx, line, len, flags | AS_NS_HEADER);
+    session_record(sc, ctx, &sc->j, flags | AS_NS_HEADER);
     as_event ev;
     while (as_sess_next(s, &ev)) {
         if (ev.member > 0) continue;   // a packed row is one line: done at its first member
         sc->lineno = ev.lineno;
+        if (ev.member < 0 && !ev.projected) {   // a persisted event is its source line
+            session_record(sc, ctx, ev.j, flags);
+            continue;
+        }
         as_sess_line(s, &line, &len);
-        session_line(sc, ctx, line, len, flags);
+        parse_object(sc, &sc->j, line, len, "record");
+        session_record(sc, ctx, &sc->j, flags);
     }
     as_sess_close(s);
 }
@@ -398,6 +403,7 @@ static void do_fixture(scrub *sc, const char *path)
     as_sess *s = as_sess_open(path);
     const char *hl;
     size_t hlen;
+    sc->file = as_sess_name(s);
     as_sess_header(s, &hl, &hlen);
     sc->lineno = 1;
     if (as_json_parse(&sc->j, hl, hlen) < 0) as_json_die(&sc->j, sc->file, 1);
@@ -447,7 +453,6 @@ static int one(const char *path, void *ctx)
 {
     scrub *sc = ctx;
     if (sc->mode == M_FIXTURE) {
-        sc->file = path;
         do_fixture(sc, path);
     } else if (sc->mode == M_STDOUT) {
         do_stdout(sc, path);

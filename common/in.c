@@ -25,6 +25,7 @@ struct as_in {
     ZSTD_DCtx *dctx;
     as_buf d; size_t dpos; // decoded bytes, read position
     uint64_t doff;         // offset of d.p[0] in the decoded text
+    int64_t nul;           // decoded offset of the first NUL read, or -1
     long lineno;
 };
 
@@ -38,6 +39,7 @@ as_in *as_in_open(const char *path)
     in->fd = fd;
     in->name = as_xstrdup(stdin_ ? "<stdin>" : path);
     in->zstd = -1;
+    in->nul = -1;
     in->raw = as_xmalloc(RAWSZ);
     return in;
 }
@@ -82,19 +84,22 @@ static void detect(as_in *in)
     }
 }
 
-// Dies when the decoded bytes from `from` on hold a NUL, naming its line
-// (counted from the unread part) and column.
-static void nul_check(const as_in *in, size_t from)
+// Notes the first NUL among the decoded bytes from `from` on. It is trouble
+// when the line holding it is reached, so that the lines before it come first
+// whatever the sizes of the reads, and nothing is read past it.
+static void nul_note(as_in *in, size_t from)
 {
-    const char *d = in->d.p, *z = memchr(d + from, 0, in->d.n - from);
-    if (!z) return;
-    long line = in->lineno + 1;
-    const char *bol = d + in->dpos;
-    for (const char *q = bol; (q = memchr(q, '\n', (size_t)(z - q))); q++) { line++; bol = q + 1; }
-    if (in->zstd)
-        as_die_at(in->name, line, (long)(z - bol) + 1, "NUL byte in the decompressed text");
-    as_die_at(in->name, line, (long)(z - bol) + 1, "not a text or zstd file (NUL byte at offset %llu)",
-              (unsigned long long)(in->doff + (uint64_t)(z - d)));
+    const char *z = in->nul < 0 ? memchr(in->d.p + from, 0, in->d.n - from) : NULL;
+    if (z) in->nul = (int64_t)(in->doff + (uint64_t)(z - in->d.p));
+}
+
+// Dies for the NUL at decoded offset in->nul, in line number `line` that
+// starts at bol.
+_Noreturn static void nul_die(const as_in *in, long line, const char *bol)
+{
+    long col = (long)((uint64_t)in->nul - in->doff - (uint64_t)(bol - in->d.p)) + 1;
+    if (in->zstd) as_die_at(in->name, line, col, "NUL byte in the decompressed text");
+    as_die_at(in->name, line, col, "not a text or zstd file (NUL byte at offset %llu)", (unsigned long long)in->nul);
 }
 
 // Appends more decoded bytes to in->d; returns 0 when nothing more will come.
@@ -105,7 +110,7 @@ static int fill(as_in *in)
             size_t from = in->d.n;
             as_buf_put(&in->d, in->raw + in->rpos, in->rn - in->rpos);
             in->rpos = in->rn;
-            nul_check(in, from);
+            nul_note(in, from);
             return 1;
         }
         if (in->eof) return 0;
@@ -119,7 +124,7 @@ static int fill(as_in *in)
             size_t from = in->d.n;
             in->d.n += (size_t)r;
             in->d.p[in->d.n] = 0;
-            nul_check(in, from);
+            nul_note(in, from);
             return 1;
         }
     }
@@ -145,16 +150,25 @@ static int fill(as_in *in)
         size_t from = in->d.n;
         in->d.n += ob.pos;
         in->d.p[in->d.n] = 0;
-        if (ob.pos > 0) { nul_check(in, from); return 1; }
+        if (ob.pos > 0) { nul_note(in, from); return 1; }
     }
 }
 
-// Returns the line [s, s+n) (its LF excluded): the CR of a CRLF end dropped,
-// any other CR trouble.
+// 1 when the NUL noted lies in [s, s+n) of the buffer.
+static int nul_in(const as_in *in, const char *s, size_t n)
+{
+    if (in->nul < 0) return 0;
+    uint64_t off = in->doff + (uint64_t)(s - in->d.p);
+    return (uint64_t)in->nul >= off && (uint64_t)in->nul < off + n;
+}
+
+// Returns the line [s, s+n) (its LF excluded): a NUL in it is trouble, the CR
+// of a CRLF end is dropped, any other CR is trouble.
 static int give(as_in *in, char *s, size_t n, const char **line, size_t *len)
 {
-    if (n && s[n - 1] == '\r') n--;
     in->lineno++;
+    if (nul_in(in, s, n)) nul_die(in, in->lineno, s);
+    if (n && s[n - 1] == '\r') n--;
     const char *cr = memchr(s, '\r', n);
     if (cr)
         as_die_at(in->name, in->lineno, (long)(cr - s) + 1,
@@ -184,6 +198,7 @@ int as_in_line(as_in *in, const char **line, size_t *len)
             in->dpos = 0;
         }
         scan = in->d.n;
+        if (in->nul >= 0) nul_die(in, in->lineno + 1, in->d.p);   // in this partial line
         if (!fill(in)) break;
     }
     if (in->d.n == in->dpos) return 0;
@@ -212,6 +227,12 @@ void as_read_file(const char *path, as_buf *b)
     as_in *in = as_in_open(path);
     if (in->zstd < 0) detect(in);
     while (fill(in)) {}
+    if (in->nul >= 0) {   // whole file in d: count the lines before the NUL
+        long line = 1;
+        const char *bol = in->d.p, *z = in->d.p + in->nul;
+        for (const char *q = bol; (q = memchr(q, '\n', (size_t)(z - q))); q++) { line++; bol = q + 1; }
+        nul_die(in, line, bol);
+    }
     as_buf_put(b, in->d.p ? in->d.p : "", in->d.n);
     as_in_close(in);
 }

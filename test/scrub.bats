@@ -188,6 +188,12 @@ usage: scrub (--stdout | --session | --fixture) [options] [file...]"
     printf '{"a":1}\n{"a":"\0"}\n' > nul
     run -2 --separate-stderr scrub --stdout nul
     assert_equal "$stderr" 'scrub: nul:2:7: not a text or zstd file (NUL byte at offset 14)'
+    # problems come in line order, whatever the sizes of the reads
+    printf '{"a":1}\n{"a":"x\r"}\n{"b":"\0"}\n' > mix
+    for bs in 1 5 4096; do
+        run -2 --separate-stderr bash -c "dd if=mix bs=$bs status=none | scrub --stdout"
+        assert_equal "$stderr" 'scrub: <stdin>:2:8: carriage return inside a line (only a CRLF line end is accepted)'
+    done
     printf '{"id":1}\r\r\n' > cr
     run -2 --separate-stderr scrub --stdout cr
     assert_equal "$stderr" 'scrub: cr:1:9: carriage return inside a line (only a CRLF line end is accepted)'
@@ -398,4 +404,6 @@ scrub: in:1: d.jq: stderr: "x\u001b"'
     printf '%s\n' '{"type":"session","id":"s1","cwd":"/"}' > log
     run -2 --separate-stderr scrub --fixture log
     assert_equal "$stderr" 'scrub: log:1: the header cwd has no basename to tokenize (see --keep-cwd)'
+    run -2 --separate-stderr bash -c 'scrub --fixture < log'
+    assert_equal "$stderr" 'scrub: <stdin>:1: the header cwd has no basename to tokenize (see --keep-cwd)'
 }

@@ -78,13 +78,18 @@ setup() {
 # its normalized form. Equal lines, equal directories.
 scen_state() { # DIR raw|norm
     [ -d "$1" ] || { echo missing; return 0; }
-    local how=$2
-    (cd "$1" && find . -mindepth 1 -printf '%y %m %p\n' | LC_ALL=C sort | while read -r k m p; do
-        if [ "$k" != f ]; then printf '%s %s %s\n' "$k" "$m" "$p"
-        elif [ "$how" = norm ] && [[ ${p##*/} == session*.jsonl ]]; then
-            printf '%s %s %s %s\n' "$k" "$m" "$p" "$(scrub --session "$p" 2>&1 | sha256sum | cut -c1-16)"
-        else printf '%s %s %s %s\n' "$k" "$m" "$p" "$(sha256sum < "$p" | cut -c1-16)"; fi
-    done)
+    (cd "$1" && {
+        find . -mindepth 1 -printf '%y %m %p\n'
+        find . -type f -print0 | xargs -0 -r sha256sum | sed 's/^/# /'
+        if [ "$2" = norm ]; then
+            for p in ./session*.jsonl; do
+                [ -f "$p" ] && printf '@ %s %s\n' "$(scrub --session "$p" 2>&1 | sha256sum | cut -c1-16)" "$p"
+            done
+        fi
+    } | awk '$1 == "#" { h[substr($0, 69)] = substr($2, 1, 16); next }
+             $1 == "@" { n[substr($0, 20)] = $2; next }
+             { k[NR] = $1; m[NR] = $2; p[NR] = substr($0, length($1) + length($2) + 3) }
+             END { for (i in k) print k[i], m[i], p[i], (k[i] != "f" ? "" : p[i] in n ? n[p[i]] : h[p[i]]) }' | LC_ALL=C sort)
 }
 is_old() { cmp -s <(scen_state "snap/$1" raw) "$F/states/old.$1"; }
 is_new() { cmp -s <(scen_state "snap/$1" norm) "$F/states/new.$1"; }

@@ -411,31 +411,43 @@ int as_sess_next(as_sess *s, as_event *ev)
 
 // ---------------------------------------------------------------- packing
 
-// The shape the packer accepts before comparing bytes: an assistant/chunk
-// event with exactly the keys of a member, string payloads, integer
-// envelope. Fills f with the spans of its fields.
-static as_delta classify(const as_event *ev, member_f *f)
+// The root of event ev: its type and data tokens (-1 when absent); 1 when
+// it has exactly the keys type, seq, time, data, with a plain integer
+// envelope. The decoder's pick serves when it made one, and then f gets the
+// spans it read seq and time from.
+static int event_root(const as_event *ev, int *ty, int *data, member_f *f)
 {
-    const as_json *j = ev->j;
     static const as_key env[] = {AS_KEY("type"), AS_KEY("seq"), AS_KEY("time"), AS_KEY("data")};
+    const as_json *j = ev->j;
+    int e[4] = {-1, -1, -1, -1}, n;
+    if (ev->root_j == j) {
+        n = ev->root[0];
+        memcpy(e, ev->root + 1, sizeof e);
+    } else {
+        n = as_json_pick(j, 0, env, 4, e);
+    }
+    *ty = e[0];
+    *data = e[3];
+    f->seq = f->time = (bspan){NULL, 0};
+    if (n != 4 || e[0] < 0 || e[1] < 0 || e[2] < 0 || e[3] < 0 || !ev->has_int_envelope || ev->seq < 0) return 0;
+    if (ev->root_j == j) {
+        f->seq = tok_span(j, e[1]);
+        f->time = tok_span(j, e[2]);
+    }
+    return 1;
+}
+
+// The shape the packer accepts before comparing bytes, from an event's
+// type and data: an assistant/chunk with exactly the keys of a member at
+// every level, numbers for turn, step and index, string payloads. Fills f
+// with the spans of its fields.
+static as_delta chunk_fields(const as_json *j, int ty, int data, member_f *f)
+{
     static const as_key dk[] = {AS_KEY("turn"), AS_KEY("step"), AS_KEY("chunk")};
     static const as_key ck[] = {AS_KEY("type"), AS_KEY("index"), AS_KEY("text"), AS_KEY("id"),
                                 AS_KEY("name"), AS_KEY("argumentsDelta")};
-    int e[4], d[3], c[6];
-    if (!ev->has_int_envelope || ev->seq < 0) return AS_DELTA_NONE;
-    f->seq = f->time = (bspan){NULL, 0};
-    if (ev->root_j == j) {   // picked by the decoder already, which read seq and time there
-        if (ev->root[0] != 4) return AS_DELTA_NONE;
-        memcpy(e, ev->root + 1, sizeof e);
-        for (int i = 0; i < 4; i++)
-            if (e[i] < 0) return AS_DELTA_NONE;
-        f->seq = tok_span(j, e[1]);
-        f->time = tok_span(j, e[2]);
-    } else if (!as_json_exact(j, 0, env, 4, e)) {
-        return AS_DELTA_NONE;
-    }
-    if (!AS_TOK_IS(j, e[0], "assistant/chunk")) return AS_DELTA_NONE;
-    if (!as_json_exact(j, e[3], dk, 3, d)) return AS_DELTA_NONE;
+    int d[3], c[6];
+    if (!AS_TOK_IS(j, ty, "assistant/chunk") || data < 0 || !as_json_exact(j, data, dk, 3, d)) return AS_DELTA_NONE;
     if (!is_num(j, d[0]) || !is_num(j, d[1])) return AS_DELTA_NONE;
     int nc = as_json_pick(j, d[2], ck, 6, c);
     if (nc < 0 || c[0] < 0 || !is_num(j, c[1])) return AS_DELTA_NONE;
@@ -469,6 +481,8 @@ struct as_packer {
     int64_t n, seq0, time0, lastseq, lasttime;
     int projected;          // output form of the run
     int src_projected;      // its events came from a projected log
+    int last_int;           // its last member has a plain integer envelope
+    int64_t elapsed;        // the sum of its dt
     long srcline;
     as_buf turn, step, index, id, name;
     int has_name;
@@ -562,71 +576,114 @@ static void set_span(as_buf *b, bspan t)
     if (t.p) as_buf_put(b, t.p, t.n);
 }
 
-// 1 when ev, written as a plain line in the output form, has exactly the
-// bytes its member in a row would unpack to: only then may it join a run
-// (packing may lose compression, never bytes). Key order, spellings and
-// white space all count; so do the envelope's digits, except in projected
-// output, which drops them.
-static int packs_exactly(as_packer *p, const as_event *ev, const member_f *f, int projected)
+// Projected output of a persisted event drops its envelope, and the reader
+// of the output gives it a synthetic one: so there its seq and time need
+// not be plain integers nor follow on for it to pack (the row's dt keeps
+// the gaps it can: 0 stands for one that is no safe integer or would take
+// the members' times, counted from 0, out of the safe range). Otherwise the
+// output would not be canonical.
+static int drops_envelope(const as_event *ev, int projected) { return projected && !ev->projected; }
+
+// The kind of ev when it may join a run, else AS_DELTA_NONE; f: its fields.
+// It may when its line in the output form has exactly the bytes its member
+// in a row would unpack to (packing may lose compression, never bytes): key
+// order, spellings and white space all count; so do the envelope's digits,
+// except in projected output, which drops them.
+static as_delta exact_member(as_packer *p, const as_event *ev, int projected, member_f *f)
 {
-    if (is_member_bytes(ev->json, ev->len, f, 1, ev->seq, ev->time)) return 1;
-    if (!projected || ev->projected) return 0;
-    as_buf_reset(&p->line);
+    int ty, data, full = event_root(ev, &ty, &data, f);
+    as_delta k = chunk_fields(ev->j, ty, data, f);
+    if (!k) return AS_DELTA_NONE;
+    if (full && is_member_bytes(ev->json, ev->len, f, 1, ev->seq, ev->time)) return k;
+    if (!drops_envelope(ev, projected)) return AS_DELTA_NONE;
+    as_buf_reset(&p->line);   // drop_keys copies data verbatim: f's spans hold
     as_event_line(ev, 1, &p->line);
-    return is_member_bytes(p->line.p, p->line.n, f, 0, 0, 0);
+    return is_member_bytes(p->line.p, p->line.n, f, 0, 0, 0) ? k : AS_DELTA_NONE;
 }
 
-void as_packer_push(as_packer *p, const as_event *ev)
+static int same_fields(const as_packer *p, const member_f *f)
 {
-    member_f f;
-    int projected = out_projected(p, ev);
-    as_delta k = classify(ev, &f);
-    if (k && !packs_exactly(p, ev, &f, projected)) k = AS_DELTA_NONE;
-    if (k && p->kind == k && projected == p->projected && ev->seq == p->lastseq + 1
-        && ev->time - p->lasttime <= SAFE_MAX && ev->time - p->lasttime >= -SAFE_MAX
-        && same_span(&p->turn, f.turn) && same_span(&p->step, f.step) && same_span(&p->index, f.index)
-        && (k != AS_DELTA_TOOL || (same_span(&p->id, f.id) && (f.name.p != NULL) == p->has_name
-                                   && (!f.name.p || same_span(&p->name, f.name))))) {
-        if (p->n < 2) {
-            as_buf_reset(&p->early[p->n]);
-            as_event_line(ev, projected, &p->early[p->n]);
-            p->early_line[p->n] = ev->lineno;
-        }
-        if (p->n > 1) as_buf_putc(&p->dt, ',');
-        as_buf_puti(&p->dt, ev->time - p->lasttime);
-        as_buf_putc(&p->payloads, ',');
-        as_buf_put(&p->payloads, f.payload.p, f.payload.n);
-        p->n++;
-        p->lastseq = ev->seq;
-        p->lasttime = ev->time;
-        return;
+    return same_span(&p->turn, f->turn) && same_span(&p->step, f->step) && same_span(&p->index, f->index)
+           && (f->kind != AS_DELTA_TOOL || (same_span(&p->id, f->id) && (f->name.p != NULL) == p->has_name
+                                            && (!f->name.p || same_span(&p->name, f->name))));
+}
+
+// 1 when ev, of kind k (exact, fields f), continues the open run; *gap is
+// then its dt.
+static int continues(const as_packer *p, const as_event *ev, as_delta k, const member_f *f, int projected,
+                     int64_t *gap)
+{
+    if (!k || p->kind != k || projected != p->projected || !same_fields(p, f)) return 0;
+    *gap = ev->time - p->lasttime;   // both within ±(2^53-1): no overflow
+    int timed = ev->has_int_envelope && p->last_int && *gap <= SAFE_MAX && *gap >= -SAFE_MAX;
+    if (drops_envelope(ev, projected)) {
+        if (!timed || p->elapsed + *gap > SAFE_MAX || p->elapsed + *gap < -SAFE_MAX) *gap = 0;
+        return 1;
     }
-    flush_run(p);
-    if (!k) {
-        as_buf_reset(&p->out);
-        as_event_line(ev, projected, &p->out);
-        p->emit(p->ctx, p->out.p, p->out.n, ev->lineno);
-        return;
-    }
+    return timed && ev->seq == p->lastseq + 1;
+}
+
+static void start_run(as_packer *p, const as_event *ev, as_delta k, const member_f *f, int projected)
+{
     p->kind = k;
     p->projected = projected;
     p->src_projected = ev->projected;
     p->n = 1;
     p->seq0 = p->lastseq = ev->seq;
     p->time0 = p->lasttime = ev->time;
+    p->last_int = ev->has_int_envelope;
+    p->elapsed = 0;
     p->srcline = ev->lineno;
-    set_span(&p->turn, f.turn);
-    set_span(&p->step, f.step);
-    set_span(&p->index, f.index);
-    set_span(&p->id, f.id);
-    set_span(&p->name, f.name);
-    p->has_name = f.name.p != NULL;
+    set_span(&p->turn, f->turn);
+    set_span(&p->step, f->step);
+    set_span(&p->index, f->index);
+    set_span(&p->id, f->id);
+    set_span(&p->name, f->name);
+    p->has_name = f->name.p != NULL;
     as_buf_reset(&p->dt);
     as_buf_reset(&p->payloads);
-    as_buf_put(&p->payloads, f.payload.p, f.payload.n);
+    as_buf_put(&p->payloads, f->payload.p, f->payload.n);
     as_buf_reset(&p->early[0]);
     as_event_line(ev, projected, &p->early[0]);
     p->early_line[0] = ev->lineno;
+}
+
+static void add_member(as_packer *p, const as_event *ev, const member_f *f, int projected, int64_t gap)
+{
+    if (p->n < 2) {
+        as_buf_reset(&p->early[p->n]);
+        as_event_line(ev, projected, &p->early[p->n]);
+        p->early_line[p->n] = ev->lineno;
+    }
+    if (p->n > 1) as_buf_putc(&p->dt, ',');
+    as_buf_puti(&p->dt, gap);
+    as_buf_putc(&p->payloads, ',');
+    as_buf_put(&p->payloads, f->payload.p, f->payload.n);
+    p->n++;
+    p->lastseq = ev->seq;
+    p->lasttime = ev->time;
+    p->last_int = ev->has_int_envelope;
+    p->elapsed += gap;
+}
+
+void as_packer_push(as_packer *p, const as_event *ev)
+{
+    member_f f;
+    int64_t gap;
+    int projected = out_projected(p, ev);
+    as_delta k = exact_member(p, ev, projected, &f);
+    if (continues(p, ev, k, &f, projected, &gap)) {
+        add_member(p, ev, &f, projected, gap);
+        return;
+    }
+    flush_run(p);
+    if (k) {
+        start_run(p, ev, k, &f, projected);
+        return;
+    }
+    as_buf_reset(&p->out);
+    as_event_line(ev, projected, &p->out);
+    p->emit(p->ctx, p->out.p, p->out.n, ev->lineno);
 }
 
 void as_packer_finish(as_packer *p) { flush_run(p); }

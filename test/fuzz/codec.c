@@ -1,6 +1,6 @@
 // Fuzz target: the session codec. For every body x that decodes:
 //   - packing never changes bytes: unpack(pack(x)) == unpack(x), byte for byte;
-//   - pack(x) is canonical (the check accepts it);
+//   - pack(x) is canonical (the check accepts it), and so is project(x);
 //   - pack∘unpack is the identity on pack(x) in x's form (a projected log
 //     with a short row excepted: projecting unpacked events drops their
 //     times, and only such a row keeps them; acpsnap-session(5)).
@@ -69,7 +69,7 @@ static int same(const as_buf *a, const as_buf *b) { return a->n == b->n && !memc
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static const char hdr[] = "{\"type\":\"session\",\"id\":\"f\"}\n";
-    as_buf in = {0}, a = {0}, ux = {0}, ua = {0}, b = {0};
+    as_buf in = {0}, a = {0}, ux = {0}, ua = {0}, b = {0}, px = {0};
     char path[64];
     as_buf_put(&in, hdr, sizeof hdr - 1);
     as_buf_put(&in, data, size);
@@ -82,15 +82,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (!cur_s) as_sess_open_abandoned();   // it died opening
         cur_p = NULL;
         cur_s = NULL;
-        as_buf_free(&in); as_buf_free(&a); as_buf_free(&ux); as_buf_free(&ua); as_buf_free(&b);
+        as_buf_free(&in); as_buf_free(&a); as_buf_free(&ux); as_buf_free(&ua); as_buf_free(&b); as_buf_free(&px);
         return 0;
     }
     seen x = run(path, 0, AS_PACK_KEEP, &a);
     as_die_hook = NULL;   // from here on, any failure is a bug
     run(path, 1, AS_PACK_KEEP, &ux);
+    run(path, 0, AS_PACK_PROJECTED, &px);
     close(fd);
-    int fa = memfile(a.p, a.n, path);
     long bad = 0;
+    int fp = memfile(px.p, px.n, path);
+    if (as_sess_check(path, &bad)) abort();   // a projection is canonical
+    close(fp);
+    int fa = memfile(a.p, a.n, path);
     if (as_sess_check(path, &bad)) abort();
     seen pa = run(path, 1, AS_PACK_KEEP, &ua);
     close(fa);
@@ -100,6 +104,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     run(path, 0, x.form == AS_FORM_PROJECTED ? AS_PACK_PROJECTED : AS_PACK_PERSISTED, &b);
     close(fu);
     if (!same(&a, &b) && !(x.form == AS_FORM_PROJECTED && pa.short_rows)) abort();
-    as_buf_free(&in); as_buf_free(&a); as_buf_free(&ux); as_buf_free(&ua); as_buf_free(&b);
+    as_buf_free(&in); as_buf_free(&a); as_buf_free(&ux); as_buf_free(&ua); as_buf_free(&b); as_buf_free(&px);
     return 0;
 }

@@ -323,3 +323,37 @@ packs() {
     echo "peak RSS: $(cat small) KB, then $(cat big) KB with the 64 MB fixture"
     [ $(($(cat big) - $(cat small))) -lt 16384 ]
 }
+
+@test "jsonl-project: odd envelopes (1.0, 1e2, seq gaps, huge time gaps) do not keep the output from being canonical" {
+    mklog a.jsonl \
+        '{"type":"assistant/chunk","seq":0,"time":1.0,"data":{"turn":1,"step":1,"chunk":{"type":"text-delta","index":0,"text":"a"}}}' \
+        '{"type":"assistant/chunk","seq":7,"time":1e2,"data":{"turn":1,"step":1,"chunk":{"type":"text-delta","index":0,"text":"b"}}}' \
+        "$(tdelta 9 9007199254740991 1 1 0 c)" "$(tdelta 10 -9007199254740991 1 1 0 d)" "$(tdelta 11 -9007199254740990 1 1 0 e)" \
+        '{"type":"assistant/chunk","seq":-3,"time":0,"data":{"turn":1,"step":1,"chunk":{"type":"text-delta","index":0,"text":"f"}}}'
+    run -0 jsonl-project a.jsonl
+    assert_line --index 1 '{"type":"text-chunks","data":{"turn":1,"step":1,"index":0,"dt":[0,0,0,1,0],"texts":["a","b","c","d","e","f"]}}'
+    jsonl-project a.jsonl > p.jsonl
+    run -0 jsonl-pack --check p.jsonl
+    same_bytes p.jsonl
+    # persisted, they stay events: their envelopes are kept as written
+    same_bytes a.jsonl
+    run -0 jsonl-pack a.jsonl
+    [ "${#lines[@]}" -eq 7 ]
+    # gaps that are safe one by one, but not their sum from 0 (the projected time0)
+    mklog b.jsonl "$(tdelta 0 -9007199254740991 1 1 0 a)" "$(tdelta 1 0 1 1 0 b)" "$(tdelta 2 9007199254740991 1 1 0 c)"
+    run -0 jsonl-pack b.jsonl
+    assert_line --index 1 '{"type":"text-chunks","seq0":0,"time0":-9007199254740991,"data":{"turn":1,"step":1,"index":0,"dt":[9007199254740991,9007199254740991],"texts":["a","b","c"]}}'
+    run -0 jsonl-project b.jsonl
+    assert_line --index 1 '{"type":"text-chunks","data":{"turn":1,"step":1,"index":0,"dt":[9007199254740991,0],"texts":["a","b","c"]}}'
+    jsonl-project b.jsonl > q.jsonl
+    run -0 jsonl-pack --check q.jsonl
+    # repeated or reordered envelope members: projected, the lines are exact
+    runlog c.jsonl "$TXT" '{"type":"assistant/chunk","seq":@S@,"seq":@S@,"time":@T@,"data":{"turn":1,"step":1,"chunk":{"type":"text-delta","index":0,"text":"@X@"}}}'
+    jsonl-project c.jsonl > q.jsonl
+    run -0 jsonl-pack --check q.jsonl
+    [ "$(grep -c -- '-chunks"' q.jsonl)" -eq 4 ]
+    runlog d.jsonl "$TXT" '{"type":"assistant/chunk","data":{"turn":1,"step":1,"chunk":{"type":"text-delta","index":0,"text":"@X@"}},"time":@T@,"seq":@S@}'
+    jsonl-project d.jsonl > q.jsonl
+    run -0 jsonl-pack --check q.jsonl
+    [ "$(grep -c -- '-chunks"' q.jsonl)" -eq 4 ]
+}

@@ -444,29 +444,27 @@ static void emit(const parser *ps, int d, prog *g)
     }
 }
 
-// Byte classes: bytes that every set (and, with word assertions, the word
-// test) treats alike.
+// Byte classes: runs of bytes that no set (nor, with word assertions, the
+// word test) tells apart: a new class starts wherever a set's membership
+// changes from one byte to the next.
 static void byte_classes(as_rx *rx)
 {
-    memset(rx->cls, 0, sizeof rx->cls);
-    rx->nclasses = 1;
+    set256 starts = {{0}}, word = {{0}};
+    for (unsigned c = 0; c < 256; c++) if (is_word(c)) set_add(&word, c);
     for (size_t k = 0; k <= rx->nsets; k++) {
-        set256 word = {{0}};
-        if (k == rx->nsets) {
-            if (!rx->wordctx) break;
-            for (unsigned c = 0; c < 256; c++) if (is_word(c)) set_add(&word, c);
-        }
         const set256 *s = k < rx->nsets ? &rx->sets[k] : &word;
-        int map[256][2];
-        memset(map, -1, sizeof map);
-        int n = 0;
-        for (unsigned c = 0; c < 256; c++) {
-            int *m = &map[rx->cls[c]][set_has(s, c)];
-            if (*m < 0) *m = n++;
-            rx->cls[c] = (uint8_t)*m;
+        if (k == rx->nsets && !rx->wordctx) break;
+        for (int w = 0; w < 4; w++) {   // bit c: membership of c differs from c - 1
+            uint64_t prev = (s->w[w] << 1) | (w ? s->w[w - 1] >> 63 : s->w[0] & 1);
+            starts.w[w] |= s->w[w] ^ prev;
         }
-        rx->nclasses = n;
     }
+    int n = 0;
+    for (unsigned c = 0; c < 256; c++) {
+        if (c && set_has(&starts, c)) n++;
+        rx->cls[c] = (uint8_t)n;
+    }
+    rx->nclasses = n + 1;
 }
 
 // The ε-predecessors of every instruction, as compressed rows.
@@ -645,9 +643,10 @@ static void dc_init(scan *sc)
     dcache *d = &sc->dc;
     d->nctx = (size_t)sc->rx->nclasses * (sc->rx->wordctx ? 2 : 1);
     d->cap = CACHE_BYTES / (sc->words * sizeof *d->bits + d->nctx * sizeof *d->trans);
+    if (d->cap > sc->n + 2) d->cap = sc->n + 2;   // never more sets than positions
     if (d->cap < 4) d->cap = 4;
     if (d->cap > 65536) d->cap = 65536;
-    for (d->hcap = 64; d->hcap < 2 * d->cap; d->hcap *= 2) {}
+    for (d->hcap = 16; d->hcap < 2 * d->cap; d->hcap *= 2) {}
     d->bits = as_xmalloc(d->cap * sc->words * sizeof *d->bits);
     d->trans = calloc(d->cap * d->nctx, sizeof *d->trans);
     d->slot = calloc(d->hcap, sizeof *d->slot);

@@ -63,7 +63,7 @@ DIR_TOOLS := $(patsubst bin/%/,%,$(sort $(dir $(wildcard bin/*/*.c))))
 TOOL_NAMES := $(sort $(patsubst bin/%.c,%,$(wildcard bin/*.c)) $(DIR_TOOLS))
 tool_src   = $(wildcard bin/$(1).c) $(sort $(wildcard bin/$(1)/*.c))
 TOOLS     := $(addprefix $(OUT)/,$(TOOL_NAMES))
-SCRIPT_SRC := $(filter-out $(addprefix bin/,$(DIR_TOOLS)),$(wildcard bin/acpsnap-*))
+SCRIPT_SRC := $(filter-out %.c $(addprefix bin/,$(DIR_TOOLS)),$(wildcard bin/acpsnap-*))
 SCRIPTS   := $(patsubst bin/%,$(OUT)/%,$(SCRIPT_SRC))
 AGENT_SRC := $(sort $(wildcard example/*.c))
 AGENT_OBJ := $(patsubst %.c,$(OBJ)/%.o,$(AGENT_SRC))
@@ -98,7 +98,7 @@ ACPSNAP_BIN       := $(CURDIR)/$(OUT)
 include share/acpsnap.mk
 replay record refresh update: $(PREP)
 	@$(MAKE) --no-print-directory all
-	@$(_acpsnap) --mode $@ '$(SCENARIO)'
+	@$(_acpsnap) --mode $@ -- "$$ACPSNAP_MK_SCENARIO"
 
 # The flags a flavour was built with: each stamp is rewritten (made newer)
 # only when its text changes, so objects rebuild when the compile flags
@@ -145,13 +145,15 @@ $(UNITS): $(BUILD)/test/%: $(OBJ)/test/unit/%.o $(LIB) $(BUILD)/ldflags
 	$(call link,test/$*)
 
 # check: deps, build, every test. TESTS=test/foo.bats narrows the bats run.
-# bats finds bats-support and bats-assert in BATS_LIB_PATH and runs
-# BATS_JOBS tests at once when GNU parallel is installed.
+# bats finds bats-support and bats-assert in BATS_LIB_PATH and, when GNU
+# parallel is installed, runs BATS_JOBS suites at once (the tests of one
+# suite stay in order: bats 1.8 polls a free slot once a second within a
+# file, which made the run slower than a serial one).
 TESTS ?= test
 BATS_LIB_PATH ?= /usr/lib/bats
 export BATS_LIB_PATH
 BATS_JOBS ?= $(shell nproc 2>/dev/null || echo 1)
-bats_jobs = $(if $(filter-out 0 1,$(BATS_JOBS)),$(if $(shell parallel --version 2>/dev/null | grep -q 'GNU parallel' && echo y),--jobs $(BATS_JOBS)))
+bats_jobs = $(if $(filter-out 0 1,$(BATS_JOBS)),$(if $(shell parallel --version 2>/dev/null | grep -q 'GNU parallel' && echo y),--jobs $(BATS_JOBS) --no-parallelize-within-files))
 check: $(PREP)
 	@$(MAKE) --no-print-directory all $(UNITS)
 	@for u in $(UNITS); do $$u || exit 1; done; [ -z "$(UNITS)" ] || echo "unit tests: ok"

@@ -14,13 +14,16 @@
 #include <unistd.h>
 
 static const char USAGE[] =
-    "usage: fixture-guard [--list] DIR...\n"
+    "usage: fixture-guard [--list | --table] DIR...\n"
     "       fixture-guard --discover ROOT...\n"
     "Checks each snapshots directory DIR against DIR/scenarios.jsonl: required,\n"
     "missing, orphaned and stray files, canonical projected fixtures with\n"
     "tokenized request headers, header pins and their sidecars, the table rows\n"
     "and every input.json. Prints one line per problem; exit 1 when any.\n"
     "  -l, --list      print each scenario and its roles instead of checking\n"
+    "  -t, --table     the table's checks only: its rows (the name and path\n"
+    "                  rules among them), header pins, and no scenario directory\n"
+    "                  or file of one that is a symbolic link\n"
     "  -d, --discover  find every .jsonl under ROOT whose first line is a session\n"
     "                  header and check that it is canonical and projected\n"
     "  -h, --help      this text\n"
@@ -42,21 +45,31 @@ typedef struct {
 
 enum { FX_LAYOUT = 1, FX_CONTENT = 2, FX_PIN = 4 };
 
-// Calls fn(ctx, line, len, lineno, has_lf) on each line of s[0, n) (without
-// its LF; has_lf 0 for an unterminated last line) while fn returns 0;
-// returns what stopped it, or 0.
+// Calls fn(ctx, line, len, lineno, has_lf) on each line of f from where it
+// stands, its bytes as they are (without its LF; has_lf 0 for an
+// unterminated last line), while fn returns 0; returns what stopped it, or
+// 0. Holds one line at a time. Dies when path (f) cannot be read.
 typedef int (*line_fn)(void *ctx, const char *line, size_t len, long ln, int has_lf);
-static int each_line(const char *s, size_t n, line_fn fn, void *ctx)
+static int each_line(FILE *f, const char *path, line_fn fn, void *ctx)
 {
+    static char *line;
+    static size_t cap;
     long ln = 0;
-    for (size_t pos = 0; pos < n;) {
-        const char *nl = memchr(s + pos, '\n', n - pos);
-        size_t end = nl ? (size_t)(nl - s) : n;
-        int r = fn(ctx, s + pos, end - pos, ++ln, nl != NULL);
-        if (r) return r;
-        pos = nl ? end + 1 : n;
+    int r = 0;
+    for (ssize_t n; !r && (n = getline(&line, &cap, f)) > 0;) {
+        int lf = line[n - 1] == '\n';
+        r = fn(ctx, line, (size_t)n - (size_t)lf, ++ln, lf);
     }
-    return 0;
+    if (ferror(f)) as_die_sys("read %s", path);
+    return r;
+}
+
+// Opens path for each_line. Dies when it cannot.
+static FILE *open_lines(const char *path)
+{
+    FILE *f = fopen(path, "re");
+    if (!f) as_die_sys("read %s", path);
+    return f;
 }
 
 // One session fixture being read.
@@ -67,6 +80,8 @@ typedef struct {
     as_json j;                  // the record being read
     long envelope;              // first record keeping an envelope member, 0 = none
     int structural;             // a line is broken: the layout checks are moot
+    int stopped;                // fx_line stopped reading (FX_STOP)
+    int private_cwd;            // (FX_CONTENT) a line holds "/private{{cwd}}"
 } fxscan;
 
 enum { FX_NEXT = 0, FX_STOP, FX_DROP };   // read on; stop reading (structural); drop the file
@@ -141,6 +156,33 @@ static int fx_line(void *ctx, const char *line, size_t len, long ln, int has_lf)
     return FX_NEXT;
 }
 
+static const char PRIVATE_CWD[] = "/private{{cwd}}";
+
+// A line of a session fixture as the scan reads on: fx_line until it stops
+// (structural), and for the committed-fixture rules the cwd token on every
+// line, read to the end for it.
+static int fx_scan_line(void *ctx, const char *line, size_t len, long ln, int has_lf)
+{
+    fxscan *x = ctx;
+    if (!x->stopped) {
+        int r = fx_line(ctx, line, len, ln, has_lf);
+        if (r == FX_DROP) return r;
+        x->stopped = r == FX_STOP;
+    }
+    if ((x->what & FX_CONTENT) && !x->private_cwd)
+        x->private_cwd = memmem(line, len, PRIVATE_CWD, sizeof PRIVATE_CWD - 1) != NULL;
+    return x->stopped && (!(x->what & FX_CONTENT) || x->private_cwd) ? FX_STOP : FX_NEXT;
+}
+
+// Each "/private{{cwd}}" of a line (a line_fn; ctx: the path).
+static int private_cwd_line(void *ctx, const char *line, size_t len, long ln, int has_lf)
+{
+    const size_t n = sizeof PRIVATE_CWD - 1;
+    for (const char *p = line, *m; (m = memmem(p, len - (size_t)(p - line), PRIVATE_CWD, n)); p = m + n)
+        as_problem(&probs, ctx, ln, "non-canonical cwd token \"/private{{cwd}}\"; write \"{{cwd}}\"");
+    return 0;
+}
+
 // Whole-file layout of a fixture whose lines all read: projected and canonical.
 static void fx_layout(const fxscan *x)
 {
@@ -156,28 +198,46 @@ static void fx_layout(const fxscan *x)
         probs.count++;
 }
 
+// The start of a session fixture f: 0 when it is text to read (f rewound),
+// else 1, reported (zstd-compressed, or empty).
+static int not_text(FILE *f, const char *path)
+{
+    unsigned char head[4];
+    size_t got = fread(head, 1, sizeof head, f);
+    if (ferror(f)) as_die_sys("read %s", path);
+    if (got == 4 && !memcmp(head, "\x28\xb5\x2f\xfd", 4))
+        as_problem(&probs, path, 0, "zstd-compressed; committed session fixtures are plain JSONL (decompress it with jsonl-project)");
+    else if (got == 0)
+        as_problem(&probs, path, 0, "empty file; a session fixture starts with a session header line");
+    else {
+        rewind(f);
+        return 0;
+    }
+    return 1;
+}
+
 // Checks one session log file. FX_LAYOUT: a header line, one JSON object per
 // line, projected (no envelopes), LF endings and a final LF, canonical packing.
 // FX_CONTENT adds the committed-fixture rules: tokenized request headers
 // (system and tools always; prefix messages too unless FX_PIN), no
-// /private{{cwd}}, no UNKNOWN_TOOL results. Fills *info.
+// /private{{cwd}}, no UNKNOWN_TOOL results. Fills *info. Streams: the file
+// is read line by line (a second time for the cwd tokens when it has some),
+// then by the codec's check, so memory is bounded by a line or a run.
 static void check_fixture(const char *path, unsigned what, fxinfo *info)
 {
-    static as_buf b;
     static fxscan x;
     memset(info, 0, sizeof *info);
-    if (as_read_raw(path, &b) < 0) as_die_sys("read %s", path);
-    if (b.n >= 4 && !memcmp(b.p, "\x28\xb5\x2f\xfd", 4)) {
-        as_problem(&probs, path, 0, "zstd-compressed; committed session fixtures are plain JSONL (decompress it with jsonl-project)");
-        return;
-    }
-    if (b.n == 0) { as_problem(&probs, path, 0, "empty file; a session fixture starts with a session header line"); return; }
+    FILE *f = open_lines(path);
+    if (not_text(f, path)) { fclose(f); return; }
     x.path = path, x.what = what, x.info = info, x.envelope = 0, x.structural = 0;
-    if (each_line(b.p, b.n, fx_line, &x) == FX_DROP) return;
-    if (what & FX_CONTENT)
-        for (const char *p = b.p, *m; (m = memmem(p, b.n - (size_t)(p - b.p), "/private{{cwd}}", 15)); p = m + 15)
-            as_problem(&probs, path, as_line_of(b.p, (size_t)(m - b.p)), "non-canonical cwd token \"/private{{cwd}}\"; write \"{{cwd}}\"");
-    if (!x.structural) fx_layout(&x);
+    x.stopped = 0, x.private_cwd = 0;
+    int r = each_line(f, path, fx_scan_line, &x);
+    if (r != FX_DROP && x.private_cwd) {
+        rewind(f);
+        each_line(f, path, private_cwd_line, (void *)path);
+    }
+    fclose(f);
+    if (r != FX_DROP && !x.structural) fx_layout(&x);
 }
 
 // ------------------------------------------------------------------ the table
@@ -230,10 +290,14 @@ static int stdout_line(void *ctx, const char *line, size_t len, long ln, int has
 // stdout.expected.jsonl: every line one JSON object (a lone LF: the empty transcript).
 static void check_stdout(const char *path)
 {
-    static as_buf b;
-    if (as_read_raw(path, &b) < 0) as_die_sys("read %s", path);
-    if (b.n == 1 && b.p[0] == '\n') return;
-    each_line(b.p, b.n, stdout_line, (void *)path);
+    FILE *f = open_lines(path);
+    struct stat st;
+    int empty = fstat(fileno(f), &st) == 0 && st.st_size == 1 && getc(f) == '\n';
+    if (!empty) {
+        rewind(f);
+        each_line(f, path, stdout_line, (void *)path);
+    }
+    fclose(f);
 }
 
 // Reads a sidecar: 1, or 0 when it does not exist. Dies when it cannot be read.
@@ -257,12 +321,52 @@ typedef struct {
 static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 // Lists the regular files of directory d (named sdir) into iv, sorted for stable output.
+// ------------------------------------------------------------ links
+// Nothing the pipelines write through or read from a scenario directory is a
+// symbolic link (acpsnap-scenarios(5), TRUST MODEL): neither the directory
+// nor a file in it; workspace/ may hold links that stay inside it (acp-drive).
+
+// 1 when entry e of directory sdir is a symbolic link (reported).
+static int entry_link(const char *sdir, const struct dirent *e)
+{
+    struct stat st;
+    char *p = as_path_join(sdir, e->d_name);
+    int link = e->d_type == DT_LNK || (e->d_type == DT_UNKNOWN && !lstat(p, &st) && S_ISLNK(st.st_mode));
+    if (link) as_problem(&probs, p, 0, "a symbolic link; a scenario's files are regular files (links are not followed)");
+    free(p);
+    return link;
+}
+
+// 1 when the scenario directory sdir is a symbolic link (reported).
+static int dir_link(const char *sdir)
+{
+    struct stat st;
+    if (lstat(sdir, &st) || !S_ISLNK(st.st_mode)) return 0;
+    as_problem(&probs, sdir, 0, "a symbolic link; a scenario directory is a directory of the snapshots tree (links are not followed)");
+    return 1;
+}
+
+// The link rules alone, over every row's directory (--table).
+static void table_links(const char *dir, const as_table *t)
+{
+    for (size_t i = 0; i < t->n; i++) {
+        char *sdir = as_path_join(dir, t->v[i].name);
+        DIR *d = dir_link(sdir) ? NULL : opendir(sdir);
+        for (struct dirent *e; d && (e = readdir(d));)
+            if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) entry_link(sdir, e);
+        if (d) closedir(d);
+        free(sdir);
+    }
+}
+
+// ------------------------------------------------------------ scenario files
 static void list_files(DIR *d, const char *sdir, inventory *iv)
 {
     size_t cap = 0;
     for (struct dirent *e; (e = readdir(d));) {
         if (e->d_name[0] == '.' && (!e->d_name[1] || (e->d_name[1] == '.' && !e->d_name[2]))) continue;
         if (e->d_type != DT_REG && e->d_type != DT_LNK && e->d_type != DT_UNKNOWN) continue;
+        if (entry_link(sdir, e)) continue;
         char *p = as_path_join(sdir, e->d_name);
         int reg = e->d_type == DT_REG || as_is_file(p);
         free(p);
@@ -319,11 +423,25 @@ static void take_other(inventory *iv, const char *fp, const char *f)
         as_problem(&probs, fp, 0, "stray fixture file the harness does not read (not a fixture name the table declares); rename or delete it");
 }
 
+// A staging entry an interrupted record/refresh/update left (acpsnap-replay(1),
+// ATOMIC WRITES): a hidden name with .acpsnap-new or .acpsnap-old in it, as
+// .<scenario>.acpsnap-new.<pid> beside a scenario or .<file>.acpsnap-new
+// inside one (earlier versions). Returns 1 for one, 2 when it is an
+// .acpsnap-old one.
+static int staging_name(const char *name)
+{
+    if (name[0] != '.') return 0;
+    if (strstr(name, ".acpsnap-old")) return 2;
+    return strstr(name, ".acpsnap-new") != NULL;
+}
+
 // One file of the scenario directory: noted when it is a fixture, reported when stray.
 static void take_file(const scen *S, inventory *iv, const char *sdir, const char *f)
 {
     char *fp = as_path_join(sdir, f);
-    if (!strcmp(f, "input.json")) iv->input = 1;
+    if (staging_name(f))
+        as_problem(&probs, fp, 0, "a staging file left by an interrupted record/refresh; remove it");
+    else if (!strcmp(f, "input.json")) iv->input = 1;
     else if (!strcmp(f, "stdout.expected.jsonl")) iv->out = 1;
     else if (!strcmp(f, "stdout.expected.windows.jsonl")) iv->win = 1;
     else if (!strcmp(f, "session.jsonl")) iv->primary = 1;
@@ -397,6 +515,7 @@ static void check_scenario(const char *dir, scen *S)
 {
     const as_scenario *sc = S->sc;
     char *sdir = as_path_join(dir, sc->name);
+    if (dir_link(sdir)) { free(sdir); return; }
     DIR *d = opendir(sdir);
     if (!d) {
         if (errno != ENOENT && errno != ENOTDIR) as_die_sys("open directory %s", sdir);
@@ -633,9 +752,31 @@ static void list_dir(const as_table *t, scen *sv)
     as_buf_free(&b);
 }
 
+// A staging entry beside the scenarios. An .acpsnap-old one whose scenario
+// is missing is that scenario, whole: acpsnap-exchange's fallback stopped
+// between its renames.
+static void staging_entry(const char *dir, const char *name, int kind, const as_table *t)
+{
+    char *p = as_path_join(dir, name), *row = as_xstrdup(name + 1);
+    char *e = strstr(row, ".acpsnap-old.");
+    int pid = e && e[13] && strspn(e + 13, "0123456789") == strlen(e + 13);   // .<row>.acpsnap-old.<pid>
+    if (e) *e = 0;
+    char *rp = as_path_join(dir, row);
+    struct stat st;
+    if (kind == 2 && pid && as_table_find(t, row) && lstat(rp, &st) < 0 && errno == ENOENT)
+        as_problem(&probs, p, 0, "the whole previous %s, left by an interrupted record/refresh between two renames; rename it to %s (the next record, refresh or update does)", row, rp);
+    else
+        as_problem(&probs, p, 0, "a staging %s left by an interrupted record/refresh; remove it", as_is_dir(p) ? "directory" : "file");
+    free(rp);
+    free(row);
+    free(p);
+}
+
 // An entry of a snapshots directory: a directory no row names is an orphan.
 static void orphan_entry(const char *dir, const char *name, void *table)
 {
+    int kind = staging_name(name);
+    if (kind) { staging_entry(dir, name, kind, table); return; }
     if (as_table_find(table, name)) return;
     char *p = as_path_join(dir, name);
     if (as_is_dir(p))
@@ -658,9 +799,11 @@ static void check_dir(const char *dir, const as_table *t, scen *sv)
     free(ov);
 }
 
+enum { G_CHECK, G_LIST, G_TABLE };
+
 static int guard_dir(const char *arg, void *ctx)
 {
-    int listing = *(int *)ctx;
+    int mode = *(int *)ctx;
     char *dir = as_dir_arg(arg);
     char *tpath = as_path_join(dir, "scenarios.jsonl");
     if (access(tpath, R_OK) < 0) as_die_sys("read the scenario table %s", tpath);
@@ -669,10 +812,11 @@ static int guard_dir(const char *arg, void *ctx)
     as_table_load(tpath, &t, as_problem_report, &probs);
     scen *sv = calloc(t.n + 1, sizeof *sv);
     if (!sv) as_die(AS_TROUBLE, "out of memory");
-    probs.quiet = listing;
+    probs.quiet = mode == G_LIST;
     check_classes(&t, sv);
     probs.quiet = 0;
-    if (listing) list_dir(&t, sv);
+    if (mode == G_LIST) list_dir(&t, sv);
+    else if (mode == G_TABLE) table_links(dir, &t);
     else check_dir(dir, &t, sv);
     free(sv);
     as_table_free(&t);
@@ -722,24 +866,25 @@ static int discover(const char *arg, void *ctx)
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"list", no_argument, 0, 'l'}, {"discover", no_argument, 0, 'd'},
+        {"list", no_argument, 0, 'l'}, {"table", no_argument, 0, 't'}, {"discover", no_argument, 0, 'd'},
         {"help", no_argument, 0, 'h'}, {"version", no_argument, 0, 'V'}, {0, 0, 0, 0},
     };
-    int listing = 0, disc = 0, c;
+    int mode = G_CHECK, disc = 0, c;
     as_setprog(argv[0]);
-    while ((c = getopt_long(argc, argv, "ldhV", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "ltdhV", opts, NULL)) != -1) {
         switch (c) {
-        case 'l': listing = 1; break;
+        case 'l': if (mode != G_CHECK) as_usage_exit(USAGE, AS_TROUBLE); mode = G_LIST; break;
+        case 't': if (mode != G_CHECK) as_usage_exit(USAGE, AS_TROUBLE); mode = G_TABLE; break;
         case 'd': disc = 1; break;
         case 'h': as_usage_exit(USAGE, 0);
         case 'V': as_version_exit();
         default: as_usage_exit(USAGE, AS_TROUBLE);
         }
     }
-    if (optind >= argc || (listing && disc)) as_usage_exit(USAGE, AS_TROUBLE);
+    if (optind >= argc || (mode != G_CHECK && disc)) as_usage_exit(USAGE, AS_TROUBLE);
     int worst = AS_OK;
     for (int i = optind; i < argc; i++) {
-        int r = disc ? discover(argv[i], NULL) : guard_dir(argv[i], &listing);
+        int r = disc ? discover(argv[i], NULL) : guard_dir(argv[i], &mode);
         if (r > worst) worst = r;
     }
     return worst;

@@ -16,6 +16,7 @@
 // --max-connections the oldest connection that is not being answered is
 // closed to make room, so a flood of idle sockets cannot lock a client out.
 #include "acpsnap.h"
+#include "confine.h"
 #include "replay.h"
 
 #include <arpa/inet.h>
@@ -271,17 +272,18 @@ static int client_gone(req *r, int wait_ms)
     return k == 0 || (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
 }
 
-static void write_ready(req *r)
+// The hang's readyFile, created new beneath --ready-dir (else the current
+// directory), no link followed. 0, or -1 after reporting a failure.
+static int write_ready(req *r)
 {
-    if (r->ready_done || !r->ready_file) return;
+    if (r->ready_done || !r->ready_file) return 0;
     r->ready_done = 1;
-    as_buf p = {0};
-    if (r->ready_file[0] != '/' && S.ready_dir) { as_buf_puts(&p, S.ready_dir); as_buf_putc(&p, '/'); }
-    as_buf_puts(&p, r->ready_file);
-    int fd = open(p.p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) failure("unable to write ready file %s: %s", p.p, strerror(errno));
-    else close(fd);
-    as_buf_free(&p);
+    const char *dir = S.ready_dir ? S.ready_dir : ".";
+    int fd = as_open_under(dir, r->ready_file, O_WRONLY | O_CREAT | O_EXCL, 0644);
+    if (fd >= 0) { close(fd); return 0; }
+    failure("request %ld: unable to create ready file \"%s\" in %s: %s", r->n, r->ready_file, dir,
+            errno == EEXIST ? "it exists already" : as_beneath_strerror(errno));
+    return -1;
 }
 
 static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max)
@@ -316,7 +318,7 @@ static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max)
     }
     // A hang: the prefix has been handed over; mark readiness, then hold the
     // stream open (keep-alive comments only) until the client goes away.
-    write_ready(r);
+    if (write_ready(r)) { r->outcome = "aborted"; return MHD_CONTENT_READER_END_WITH_ERROR; }
     r->outcome = "hang";
     r->hung = 1;
     if (!r->last_ka_ms) r->last_ka_ms = as_now_ms();

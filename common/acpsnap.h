@@ -69,8 +69,6 @@ void as_problem_report(void *ctx, const char *file, long line, const char *msg);
 // ---------------------------------------------------------------- path.c
 char *as_path_join(const char *dir, const char *name);   // "dir/name", caller frees
 char *as_path_join3(const char *dir, const char *name, const char *file);   // "dir/name/file", caller frees
-// 1 when the name path exists, whatever it is, even a dangling symbolic link (lstat).
-int as_path_exists(const char *path);
 // 1 when path leads to a directory (stat: symbolic links followed).
 int as_is_dir(const char *path);
 // 1 when path leads to a regular file (stat: symbolic links followed).
@@ -93,19 +91,26 @@ void as_buf_free(as_buf *b);
 
 // ---------------------------------------------------------------- in.c
 // A line reader. Lines are returned without their LF; a CR before the LF is
-// dropped too. A final line without LF is returned. zstd input (a
-// concatenation of frames) is detected by its magic and decoded as a stream.
+// dropped too (a CRLF line end); any other CR is trouble, so a line never
+// holds a CR. A final line without LF is returned. zstd input (a
+// concatenation of frames, skippable frames included, even first) is
+// detected by its magic and decoded as a stream.
 typedef struct as_in as_in;
+// 1 when the n bytes at p start with a zstd frame or a skippable frame.
+int as_zstd_magic(const void *p, size_t n);
 // Opens path ("-" or NULL = stdin). Dies (exit 2) when it cannot be opened.
 as_in *as_in_open(const char *path);
 // Next line: 1 and *line/*len set (valid until the next call), 0 at EOF.
 // Dies on read errors, a corrupt or truncated zstd frame (with byte offset),
-// and a NUL byte in plain text ("binary file").
+// a NUL byte ("file:line:col: not a text or zstd file (NUL byte at offset
+// N)", or "NUL byte in the decompressed text") and a CR inside a line
+// ("file:line:col: carriage return inside a line ...").
 int as_in_line(as_in *in, const char **line, size_t *len);
 long as_in_lineno(const as_in *in);     // number of the line last returned (1-based)
 const char *as_in_name(const as_in *in);  // path as given, "<stdin>" for stdin
 void as_in_close(as_in *in);
-// Reads a whole (small) file, zstd or not, into b. Dies on error.
+// Reads a whole (small) file, zstd or not, into b. Dies on error (a NUL
+// byte too, as as_in_line; CRs are kept).
 void as_read_file(const char *path, as_buf *b);
 // Reads the bytes of path as they are (no zstd decoding) into b, replacing
 // its content: 0, or -1 (errno set) when path cannot be opened. Dies on a
@@ -113,14 +118,19 @@ void as_read_file(const char *path, as_buf *b);
 int as_read_raw(const char *path, as_buf *b);
 
 // ---------------------------------------------------------------- out.c
+// Output stops at a line boundary, on trouble too: a fatal exit (as_die*,
+// exit) with a stdout writer open writes its complete lines and, with zstd,
+// ends the open frame, so every frame written is complete (and none is empty);
+// an atomic writer's temp file is removed. Not thread-safe.
 typedef struct as_out as_out;
 // A writer on fd 1. zstd: write zstd frames with checksums; refuses a terminal.
 as_out *as_out_stdout(int zstd);
-// A writer to path, atomically: writes path's sibling temp file; as_out_commit
-// fsyncs and renames over path.
+// A writer to path, atomically: writes path's sibling temp file (created
+// "<path>.tmp.XXXXXX", mode 0666 less the umask, like any new file);
+// as_out_commit fsyncs and renames over path.
 as_out *as_out_atomic(const char *path, int zstd);
 void as_out_write(as_out *o, const void *p, size_t n);
-void as_out_line(as_out *o, const void *p, size_t n);   // p then LF
+void as_out_line(as_out *o, const void *p, size_t n);   // p then LF, never split
 void as_out_frame(as_out *o);     // zstd: end the current frame (no-op when plain)
 void as_out_close(as_out *o);     // stdout writer: flush, end frame, check close; dies on error
 void as_out_commit(as_out *o);    // atomic writer: finish and rename; dies on error
@@ -243,6 +253,9 @@ typedef struct as_sess as_sess;
 // Opens a session log. Reads and checks line 1 (an object whose "type" is
 // "session"); dies on an empty file, a header-less file or malformed JSON.
 as_sess *as_sess_open(const char *path);
+// For a caller whose as_die_hook longjmps out of as_sess_open: releases the
+// decoder it was opening (a no-op when none was).
+void as_sess_open_abandoned(void);
 // Sniffs line 1 of path: 1 when it is a session header, 2 when it is one in
 // a zstd-compressed file, 0 when not (a binary file too); -1 (errno set)
 // when path cannot be opened. Dies on a corrupt zstd frame.
@@ -258,7 +271,9 @@ int as_sess_next(as_sess *s, as_event *ev);
 const char *as_sess_name(const as_sess *s);
 void as_sess_close(as_sess *s);
 
-// The packer: canonical packing of an event stream into storage lines.
+// The packer: canonical packing of an event stream into storage lines. An
+// event joins a run only when its bytes are exactly those its row member
+// unpacks to, so packing never changes bytes (acpsnap-session(5)).
 // emit(ctx, line, len, srcline) receives each output line (no LF) and the
 // source line number of the first input line it stands for.
 typedef void (*as_emit_fn)(void *ctx, const char *line, size_t len, long srcline);

@@ -30,6 +30,8 @@ int as_rel_check(const char *rel, const char **why)
             *why = "a '.' or '..' component in a path";
         else if (len == 0 && c != rel)
             *why = "an empty component in a path";
+        else if (c[len] == '/' && c[len + 1] == 0)
+            *why = "a path ending in '/'";
         c += len + (c[len] == '/');
     }
     return *why ? -1 : 0;
@@ -37,28 +39,33 @@ int as_rel_check(const char *rel, const char **why)
 
 int as_name_check(const char *name, const char **why)
 {
-    size_t n = strlen(name);
     *why = NULL;
-    if (n == 0) *why = "an empty name";
-    else if (n > AS_NAME_MAX) *why = "a name longer than 128 bytes";
+    if (!*name) *why = "an empty name";
     else if (strchr(name, '/')) *why = "a '/' in the name";
     else if (name[0] == '.' || name[0] == '-') *why = "a name starting with '.' or '-'";
     for (const char *p = name; !*why && *p; p++)
         if (bad_byte((unsigned char)*p)) *why = "a control character in the name";
+    if (!*why && strlen(name) > AS_NAME_MAX) *why = "a name longer than 128 bytes";
     return *why ? -1 : 0;
 }
 
 #ifdef SYS_openat2
+// ENOSYS when the walk must do it: no openat2 (an old kernel, or a seccomp
+// filter that answers ENOSYS or EPERM for it), or a resolution that kept
+// racing (EAGAIN); the walk gives the same answers without it.
 static int try_openat2(int rootfd, const char *rel, int flags, mode_t mode)
 {
-    static int absent;   // the kernel said ENOSYS once: use the walk from now on
+    static _Atomic int absent;   // the kernel refused openat2 once: walk from now on
     if (absent || getenv("ACPSNAP_NO_OPENAT2")) { errno = ENOSYS; return -1; }
-    struct open_how how = { .flags = (uint64_t)(flags | O_CLOEXEC), .mode = (flags & O_CREAT) ? mode : 0,
+    struct open_how how = { .flags = (uint64_t)(flags | O_CLOEXEC), .mode = (flags & O_CREAT) ? mode & 07777 : 0,
                             .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
-    int fd;
-    do fd = (int)syscall(SYS_openat2, rootfd, rel, &how, sizeof how);
-    while (fd < 0 && errno == EAGAIN);
-    if (fd < 0 && (errno == ENOSYS || errno == EPERM)) absent = errno == ENOSYS;
+    int fd = -1;
+    for (int tries = 0; tries < 16; tries++) {
+        fd = (int)syscall(SYS_openat2, rootfd, rel, &how, sizeof how);
+        if (fd >= 0 || errno != EAGAIN) break;
+    }
+    if (fd < 0 && (errno == ENOSYS || errno == EPERM)) { absent = 1; errno = ENOSYS; }
+    if (fd < 0 && errno == EAGAIN) errno = ENOSYS;
     return fd;
 }
 #else
@@ -114,6 +121,16 @@ int as_open_beneath(int rootfd, const char *rel, int flags, mode_t mode)
     int fd = try_openat2(rootfd, rel, flags, mode);
     if (fd >= 0 || errno != ENOSYS) return fd;
     return walk_open(rootfd, rel, flags, mode);
+}
+
+const char *as_beneath_strerror(int err)
+{
+    switch (err) {
+    case ELOOP: return "a symbolic link on the way (links are not followed)";
+    case EXDEV: return "it leaves its root";
+    case EINVAL: return "not a relative path beneath its root";
+    default: return strerror(err);
+    }
 }
 
 int as_open_under(const char *root, const char *rel, int flags, mode_t mode)
@@ -179,11 +196,15 @@ static int link_inside(const char *rel, const char *target)
     return 1;
 }
 
+// A regular file (checked again on the open file: no fifo swapped in blocks
+// us); permission bits only, no set-id or sticky bit.
 static int copy_file(int sfd, int dfd, const char *name, mode_t mode)
 {
-    int in = openat(sfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    int in = openat(sfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (in < 0) return -1;
-    int out = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode & 07777);
+    struct stat st;
+    if (fstat(in, &st) || !S_ISREG(st.st_mode)) { close(in); errno = EPERM; return -1; }
+    int out = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode & 0777);
     if (out < 0) { int e = errno; close(in); errno = e; return -1; }
     char buf[65536];
     ssize_t r;
@@ -204,6 +225,15 @@ static int copy_file(int sfd, int dfd, const char *name, mode_t mode)
 
 static int copy_dir(int sfd, int dfd, const char *rel, char **bad);
 
+// *bad = rel (the refused entry), errno kept; -1.
+static int named(char **bad, const char *rel)
+{
+    int e = errno;
+    *bad = as_xstrdup(rel);
+    errno = e;
+    return -1;
+}
+
 static int copy_entry(int sfd, int dfd, const char *name, const char *rel, char **bad)
 {
     struct stat st;
@@ -211,7 +241,7 @@ static int copy_entry(int sfd, int dfd, const char *name, const char *rel, char 
     if (S_ISREG(st.st_mode)) {
         if (copy_file(sfd, dfd, name, st.st_mode)) goto fail;
     } else if (S_ISDIR(st.st_mode)) {
-        if (mkdirat(dfd, name, (st.st_mode & 07777) | 0700)) goto fail;
+        if (mkdirat(dfd, name, (st.st_mode & 0777) | 0700)) goto fail;
         int s2 = openat(sfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         int d2 = s2 < 0 ? -1 : openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         int rc = d2 < 0 ? -1 : copy_dir(s2, d2, rel, bad);
@@ -233,15 +263,14 @@ static int copy_entry(int sfd, int dfd, const char *name, const char *rel, char 
     }
     return 0;
 fail:
-    *bad = as_xstrdup(rel);
-    return -1;
+    return named(bad, rel);
 }
 
 static int copy_dir(int sfd, int dfd, const char *rel, char **bad)
 {
     int fd = dup(sfd);
     DIR *d = fd < 0 ? NULL : fdopendir(fd);
-    if (!d) { if (fd >= 0) close(fd); *bad = as_xstrdup(*rel ? rel : "."); return -1; }
+    if (!d) { int e = errno; if (fd >= 0) close(fd); errno = e; return named(bad, *rel ? rel : "."); }
     struct dirent *de;
     int rc = 0;
     while (!rc && (de = readdir(d))) {
@@ -260,9 +289,9 @@ int as_copy_tree(const char *src, const char *dst, char **bad)
 {
     *bad = NULL;
     int sfd = open(src, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (sfd < 0) { *bad = as_xstrdup("."); return -1; }
+    if (sfd < 0) return named(bad, ".");
     int dfd = open(dst, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd < 0) { int e = errno; close(sfd); errno = e; *bad = as_xstrdup("."); return -1; }
+    if (dfd < 0) { int e = errno; close(sfd); errno = e; return named(bad, "."); }
     int rc = copy_dir(sfd, dfd, "", bad);
     int e = errno;
     close(sfd);

@@ -30,6 +30,10 @@ int as_name_check(const char *name, const char **why);
 // root is reached. Returns an fd, or -1 with errno: EINVAL (rel breaks the
 // rule), ELOOP (a symlink on the way), EXDEV (an escape), or open's own.
 int as_open_beneath(int rootfd, const char *rel, int flags, mode_t mode);
+// Why a confined open failed, for messages: ELOOP "a symbolic link on the
+// way (links are not followed)", EXDEV "it leaves its root", EINVAL "not a
+// relative path beneath its root", else strerror(err).
+const char *as_beneath_strerror(int err);
 // Like as_open_beneath on "root/rel" with root a path: opens root itself
 // (following links in root, which the caller chose), then rel beneath it.
 int as_open_under(const char *root, const char *rel, int flags, mode_t mode);

@@ -1,5 +1,8 @@
 // in.c - the line reader: files or stdin, plain text or zstd frames (detected
 // by magic), decoded as a stream so memory stays at one line plus buffers.
+// Text holds no NUL byte, and no CR except the one of a CRLF line end: the
+// reader dies naming file:line:col on either, so no tool ever copies a stray
+// CR (JSON whitespace) or a NUL into its output.
 #include "acpsnap.h"
 #include <errno.h>
 #include <fcntl.h>
@@ -21,6 +24,8 @@ struct as_in {
     size_t zret;           // last ZSTD_decompressStream hint (0 = frame complete)
     ZSTD_DCtx *dctx;
     as_buf d; size_t dpos; // decoded bytes, read position
+    uint64_t doff;         // offset of d.p[0] in the decoded text
+    int64_t nul;           // decoded offset of the first NUL read, or -1
     long lineno;
 };
 
@@ -34,6 +39,7 @@ as_in *as_in_open(const char *path)
     in->fd = fd;
     in->name = as_xstrdup(stdin_ ? "<stdin>" : path);
     in->zstd = -1;
+    in->nul = -1;
     in->raw = as_xmalloc(RAWSZ);
     return in;
 }
@@ -57,19 +63,43 @@ static size_t raw_fill(as_in *in)
     }
 }
 
+// zstd frames (magic 0xFD2FB528) and skippable frames (0x184D2A50..5F),
+// both little-endian: a zstd stream may start with either.
+int as_zstd_magic(const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    if (n < 4) return 0;
+    if (b[0] == 0x28 && b[1] == 0xb5 && b[2] == 0x2f && b[3] == 0xfd) return 1;
+    return (b[0] & 0xf0) == 0x50 && b[1] == 0x2a && b[2] == 0x4d && b[3] == 0x18;
+}
+
 static void detect(as_in *in)
 {
     while (!in->eof && in->rn < 4) raw_fill(in);
-    static const unsigned char magic[4] = {0x28, 0xb5, 0x2f, 0xfd};
-    in->zstd = in->rn >= 4 && !memcmp(in->raw, magic, 4);
+    in->zstd = as_zstd_magic(in->raw, in->rn);
     if (in->zstd) {
         in->dctx = ZSTD_createDCtx();
         if (!in->dctx) as_die(AS_TROUBLE, "out of memory");
         in->zret = 1;
-    } else if (memchr(in->raw, 0, in->rn)) {
-        as_die_at(in->name, 0, 0, "not a text or zstd file (NUL byte at offset %zu)",
-                  (size_t)((char *)memchr(in->raw, 0, in->rn) - in->raw));
     }
+}
+
+// Notes the first NUL among the decoded bytes from `from` on. It is trouble
+// when the line holding it is reached, so that the lines before it come first
+// whatever the sizes of the reads, and nothing is read past it.
+static void nul_note(as_in *in, size_t from)
+{
+    const char *z = in->nul < 0 ? memchr(in->d.p + from, 0, in->d.n - from) : NULL;
+    if (z) in->nul = (int64_t)(in->doff + (uint64_t)(z - in->d.p));
+}
+
+// Dies for the NUL at decoded offset in->nul, in line number `line` that
+// starts at bol.
+_Noreturn static void nul_die(const as_in *in, long line, const char *bol)
+{
+    long col = (long)((uint64_t)in->nul - in->doff - (uint64_t)(bol - in->d.p)) + 1;
+    if (in->zstd) as_die_at(in->name, line, col, "NUL byte in the decompressed text");
+    as_die_at(in->name, line, col, "not a text or zstd file (NUL byte at offset %llu)", (unsigned long long)in->nul);
 }
 
 // Appends more decoded bytes to in->d; returns 0 when nothing more will come.
@@ -77,8 +107,10 @@ static int fill(as_in *in)
 {
     if (!in->zstd) {
         if (in->rpos < in->rn) {   // bytes read during detection
+            size_t from = in->d.n;
             as_buf_put(&in->d, in->raw + in->rpos, in->rn - in->rpos);
             in->rpos = in->rn;
+            nul_note(in, from);
             return 1;
         }
         if (in->eof) return 0;
@@ -89,8 +121,10 @@ static int fill(as_in *in)
             if (r < 0 && errno == EINTR) continue;
             if (r < 0) as_die_sys("read %s", in->name);
             if (r == 0) { in->eof = 1; return 0; }
+            size_t from = in->d.n;
             in->d.n += (size_t)r;
             in->d.p[in->d.n] = 0;
+            nul_note(in, from);
             return 1;
         }
     }
@@ -113,10 +147,35 @@ static int fill(as_in *in)
                       (unsigned long long)in->frame_start, ZSTD_getErrorName(r));
         in->zret = r;
         in->rpos = ib.pos;
+        size_t from = in->d.n;
         in->d.n += ob.pos;
         in->d.p[in->d.n] = 0;
-        if (ob.pos > 0) return 1;
+        if (ob.pos > 0) { nul_note(in, from); return 1; }
     }
+}
+
+// 1 when the NUL noted lies in [s, s+n) of the buffer.
+static int nul_in(const as_in *in, const char *s, size_t n)
+{
+    if (in->nul < 0) return 0;
+    uint64_t off = in->doff + (uint64_t)(s - in->d.p);
+    return (uint64_t)in->nul >= off && (uint64_t)in->nul < off + n;
+}
+
+// Returns the line [s, s+n) (its LF excluded): a NUL in it is trouble, the CR
+// of a CRLF end is dropped, any other CR is trouble.
+static int give(as_in *in, char *s, size_t n, const char **line, size_t *len)
+{
+    in->lineno++;
+    if (nul_in(in, s, n)) nul_die(in, in->lineno, s);
+    if (n && s[n - 1] == '\r') n--;
+    const char *cr = memchr(s, '\r', n);
+    if (cr)
+        as_die_at(in->name, in->lineno, (long)(cr - s) + 1,
+                  "carriage return inside a line (only a CRLF line end is accepted)");
+    *line = s;
+    *len = n;
+    return 1;
 }
 
 int as_in_line(as_in *in, const char **line, size_t *len)
@@ -129,28 +188,24 @@ int as_in_line(as_in *in, const char **line, size_t *len)
             char *s = in->d.p + in->dpos;
             size_t n = (size_t)(nl - s);
             in->dpos += n + 1;
-            if (n && s[n - 1] == '\r') n--;
-            *line = s; *len = n;
-            in->lineno++;
-            return 1;
+            return give(in, s, n, line, len);
         }
         // Compact before reading more so the buffer holds one line at most.
         if (in->dpos > 0) {
             memmove(in->d.p, in->d.p + in->dpos, in->d.n - in->dpos);
             in->d.n -= in->dpos;
+            in->doff += in->dpos;
             in->dpos = 0;
         }
         scan = in->d.n;
+        if (in->nul >= 0) nul_die(in, in->lineno + 1, in->d.p);   // in this partial line
         if (!fill(in)) break;
     }
     if (in->d.n == in->dpos) return 0;
     char *s = in->d.p + in->dpos;
     size_t n = in->d.n - in->dpos;
     in->dpos = in->d.n;
-    if (n && s[n - 1] == '\r') n--;
-    *line = s; *len = n;
-    in->lineno++;
-    return 1;
+    return give(in, s, n, line, len);
 }
 
 long as_in_lineno(const as_in *in) { return in->lineno; }
@@ -172,6 +227,12 @@ void as_read_file(const char *path, as_buf *b)
     as_in *in = as_in_open(path);
     if (in->zstd < 0) detect(in);
     while (fill(in)) {}
+    if (in->nul >= 0) {   // whole file in d: count the lines before the NUL
+        long line = 1;
+        const char *bol = in->d.p, *z = in->d.p + in->nul;
+        for (const char *q = bol; (q = memchr(q, '\n', (size_t)(z - q))); q++) { line++; bol = q + 1; }
+        nul_die(in, line, bol);
+    }
     as_buf_put(b, in->d.p ? in->d.p : "", in->d.n);
     as_in_close(in);
 }

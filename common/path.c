@@ -21,12 +21,6 @@ char *as_path_join3(const char *dir, const char *name, const char *file)
     return p;
 }
 
-int as_path_exists(const char *path)
-{
-    struct stat st;
-    return lstat(path, &st) == 0;
-}
-
 int as_is_dir(const char *path)
 {
     struct stat st;

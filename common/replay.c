@@ -1,5 +1,6 @@
 // replay.c - the replay model (acpsnap-replay(5)): entries, scripts, overrides, derivation.
 #include "acpsnap.h"
+#include "confine.h"
 #include "replay.h"
 #include "rx.h"
 
@@ -104,6 +105,22 @@ static int nonempty_str(const as_json *j, int tok)
     return tok >= 0 && j->t[tok].type == AS_JSTR && as_tok_len(j, tok) > 2;
 }
 
+// A readyFile is created beneath the session cwd (or --ready-dir): it must
+// obey the path rule of confine.h.
+static int ready_file_check(const as_json *j, int rf, const char *where, as_replay_err *err)
+{
+    as_buf b = {0};
+    as_json_str(j, rf, &b);
+    const char *why = "a NUL in a path";
+    int bad = memchr(b.p, 0, b.n) || as_rel_check(b.p, &why);
+    as_buf_free(&b);
+    if (!bad) return 0;
+    char repr[64];
+    short_repr(j, rf, repr, sizeof repr);
+    seterr(err, (long)j->t[rf].start, "%s readyFile %s must be a relative path beneath the cwd: %s", where, repr, why);
+    return -1;
+}
+
 // Validates the entry at token tok of j (positions are j's source offsets).
 static int entry_check(const as_json *j, int tok, const char *where, as_replay_err *err)
 {
@@ -150,7 +167,7 @@ static int entry_check(const as_json *j, int tok, const char *where, as_replay_e
             seterr(err, (long)j->t[rf].start, "%s readyFile must be a non-empty string", where);
             return -1;
         }
-        return 0;
+        return rf >= 0 ? ready_file_check(j, rf, where, err) : 0;
     }
     char repr[64];
     short_repr(j, kind, repr, sizeof repr);

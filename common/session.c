@@ -35,8 +35,14 @@ static const char *row_tag(int kind)
 }
 
 // The decoder being opened: a caller that catches a fatal error in
-// as_sess_open (as_sess_check_soft) releases it.
+// as_sess_open releases it with as_sess_open_abandoned.
 static as_sess *opening;
+
+void as_sess_open_abandoned(void)
+{
+    as_sess_close(opening);
+    opening = NULL;
+}
 
 as_sess *as_sess_open(const char *path)
 {
@@ -209,7 +215,104 @@ static void start_row(as_sess *s, int kind)
     s->dt = as_json_first(j, dt);
 }
 
-static void span(as_buf *b, const as_json *j, int tok) { as_buf_put(b, as_tok_p(j, tok), as_tok_len(j, tok)); }
+// ------------------------------------------------------------ member bytes
+
+// The fields of a chunk-delta event, as byte spans (a NULL p: absent).
+typedef struct { const char *p; size_t n; } bspan;
+typedef struct {
+    as_delta kind;
+    bspan turn, step, index, id, name, payload;
+    bspan seq, time;    // when set: the spans the decoder read the envelope's values from
+} member_f;
+
+static bspan tok_span(const as_json *j, int tok)
+{
+    return tok < 0 ? (bspan){NULL, 0} : (bspan){as_tok_p(j, tok), as_tok_len(j, tok)};
+}
+
+// Where the bytes of a member event go: appended to b, or, with b NULL,
+// compared with the expected bytes p[0, n) (ok drops to 0 on a difference).
+// Inlined into both users, so that each gets its own straight-line code.
+typedef struct { as_buf *b; const char *p; size_t n, at; int ok; } msink;
+#define MINLINE static inline __attribute__((always_inline))
+
+MINLINE void mput(msink *m, const char *s, size_t n)
+{
+    if (m->b) { as_buf_put(m->b, s, n); return; }
+    // a span of the compared bytes themselves, at its place, is equal
+    if (m->ok && n <= m->n - m->at && (s == m->p + m->at || !memcmp(m->p + m->at, s, n))) m->at += n;
+    else m->ok = 0;
+}
+#define MPUTS(m, lit) mput((m), lit, sizeof(lit) - 1)
+
+// The decimal spelling of v. Compared by reading the expected digits (no
+// division): the spelling is the one digit string of v's value without a
+// leading zero, and "-" only before a non-zero one. When the decoder read v
+// from the span `read` (as_json_int: a plain integer, and JSON has no
+// leading zero), the one other spelling left is -0.
+MINLINE void mputi(msink *m, int64_t v, bspan read)
+{
+    if (m->b) { as_buf_puti(m->b, v); return; }
+    if (!m->ok) return;
+    if (read.p) {
+        if (read.n == 2 && read.p[0] == '-' && read.p[1] == '0') m->ok = 0;
+        else mput(m, read.p, read.n);
+        return;
+    }
+    const char *s = m->p + m->at, *e = m->p + m->n, *d = s;
+    int neg = d < e && *d == '-';
+    d += neg;
+    const char *first = d, *stop = e - d > 19 ? d + 19 : e;
+    uint64_t u = 0;
+    for (unsigned c; d < stop && (c = (unsigned)((unsigned char)*d - '0')) < 10; d++) u = u * 10 + c;
+    uint64_t want = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    size_t digits = (size_t)(d - first);
+    if (!digits || u != want || neg != (v < 0) || (digits > 1 && *first == '0')
+        || (d < e && (unsigned)((unsigned char)*d - '0') < 10))
+        m->ok = 0;
+    else
+        m->at += (size_t)(d - s);
+}
+
+// The one serialization of a member event (acpsnap-session(5) "Packed
+// rows"): with its envelope when env is set, else projected. The decoder
+// writes it, the packer compares an event with it.
+MINLINE void member_bytes(msink *m, const member_f *f, int env, int64_t seq, int64_t time)
+{
+    MPUTS(m, "{\"type\":\"assistant/chunk\"");
+    if (env) {
+        MPUTS(m, ",\"seq\":");
+        mputi(m, seq, f->seq);
+        MPUTS(m, ",\"time\":");
+        mputi(m, time, f->time);
+    }
+    MPUTS(m, ",\"data\":{\"turn\":");
+    mput(m, f->turn.p, f->turn.n);
+    MPUTS(m, ",\"step\":");
+    mput(m, f->step.p, f->step.n);
+    if (f->kind == AS_DELTA_TEXT) MPUTS(m, ",\"chunk\":{\"type\":\"text-delta\",\"index\":");
+    else if (f->kind == AS_DELTA_REASONING) MPUTS(m, ",\"chunk\":{\"type\":\"reasoning-delta\",\"index\":");
+    else MPUTS(m, ",\"chunk\":{\"type\":\"tool-call-delta\",\"index\":");
+    mput(m, f->index.p, f->index.n);
+    if (f->kind == AS_DELTA_TOOL) {
+        MPUTS(m, ",\"id\":");
+        mput(m, f->id.p, f->id.n);
+        if (f->name.p) { MPUTS(m, ",\"name\":"); mput(m, f->name.p, f->name.n); }
+        MPUTS(m, ",\"argumentsDelta\":");
+    } else {
+        MPUTS(m, ",\"text\":");
+    }
+    mput(m, f->payload.p, f->payload.n);
+    MPUTS(m, "}}}");
+}
+
+// 1 when s[0, n) is exactly member_bytes(f, env, seq, time).
+static int is_member_bytes(const char *s, size_t n, const member_f *f, int env, int64_t seq, int64_t time)
+{
+    msink m = {NULL, s, n, 0, 1};
+    member_bytes(&m, f, env, seq, time);
+    return m.ok && m.at == n;
+}
 
 // Builds member row_k of the current row as an event.
 static void row_member(as_sess *s, as_event *ev)
@@ -223,28 +326,10 @@ static void row_member(as_sess *s, as_event *ev)
     }
     as_buf *b = &s->ebuf;
     as_buf_reset(b);
-    as_buf_puts(b, "{\"type\":\"assistant/chunk\",\"seq\":");
-    as_buf_puti(b, s->row_seq0 + s->row_k);
-    as_buf_puts(b, ",\"time\":");
-    as_buf_puti(b, s->row_time);
-    as_buf_puts(b, ",\"data\":{\"turn\":");
-    span(b, j, s->turn);
-    as_buf_puts(b, ",\"step\":");
-    span(b, j, s->step);
-    as_buf_puts(b, s->row == AS_DELTA_TEXT ? ",\"chunk\":{\"type\":\"text-delta\",\"index\":"
-                   : s->row == AS_DELTA_REASONING ? ",\"chunk\":{\"type\":\"reasoning-delta\",\"index\":"
-                   : ",\"chunk\":{\"type\":\"tool-call-delta\",\"index\":");
-    span(b, j, s->index);
-    if (s->row == AS_DELTA_TOOL) {
-        as_buf_puts(b, ",\"id\":");
-        span(b, j, s->id);
-        if (s->name >= 0) { as_buf_puts(b, ",\"name\":"); span(b, j, s->name); }
-        as_buf_puts(b, ",\"argumentsDelta\":");
-    } else {
-        as_buf_puts(b, ",\"text\":");
-    }
-    span(b, j, s->mem);
-    as_buf_puts(b, "}}}");
+    member_f f = {s->row, tok_span(j, s->turn), tok_span(j, s->step), tok_span(j, s->index),
+                  tok_span(j, s->id), tok_span(j, s->name), tok_span(j, s->mem), {NULL, 0}, {NULL, 0}};
+    msink m = {b, NULL, 0, 0, 1};
+    member_bytes(&m, &f, 1, s->row_seq0 + s->row_k, s->row_time);
     if (as_json_parse(&s->ej, b->p, b->n)) as_die(AS_TROUBLE, "internal error: bad member event");
     ev->json = b->p;
     ev->len = b->n;
@@ -326,9 +411,10 @@ int as_sess_next(as_sess *s, as_event *ev)
 
 // ---------------------------------------------------------------- packing
 
-typedef struct { as_delta kind; int turn, step, index, id, name, payload; } delta_f;
-
-static as_delta classify(const as_event *ev, delta_f *f)
+// The shape the packer accepts before comparing bytes: an assistant/chunk
+// event with exactly the keys of a member, string payloads, integer
+// envelope. Fills f with the spans of its fields.
+static as_delta classify(const as_event *ev, member_f *f)
 {
     const as_json *j = ev->j;
     static const as_key env[] = {AS_KEY("type"), AS_KEY("seq"), AS_KEY("time"), AS_KEY("data")};
@@ -337,35 +423,38 @@ static as_delta classify(const as_event *ev, delta_f *f)
                                 AS_KEY("name"), AS_KEY("argumentsDelta")};
     int e[4], d[3], c[6];
     if (!ev->has_int_envelope || ev->seq < 0) return AS_DELTA_NONE;
-    if (ev->root_j == j) {   // picked by the decoder already
+    f->seq = f->time = (bspan){NULL, 0};
+    if (ev->root_j == j) {   // picked by the decoder already, which read seq and time there
         if (ev->root[0] != 4) return AS_DELTA_NONE;
         memcpy(e, ev->root + 1, sizeof e);
         for (int i = 0; i < 4; i++)
             if (e[i] < 0) return AS_DELTA_NONE;
+        f->seq = tok_span(j, e[1]);
+        f->time = tok_span(j, e[2]);
     } else if (!as_json_exact(j, 0, env, 4, e)) {
         return AS_DELTA_NONE;
     }
     if (!AS_TOK_IS(j, e[0], "assistant/chunk")) return AS_DELTA_NONE;
     if (!as_json_exact(j, e[3], dk, 3, d)) return AS_DELTA_NONE;
-    f->turn = d[0];
-    f->step = d[1];
-    if (!is_num(j, f->turn) || !is_num(j, f->step)) return AS_DELTA_NONE;
+    if (!is_num(j, d[0]) || !is_num(j, d[1])) return AS_DELTA_NONE;
     int nc = as_json_pick(j, d[2], ck, 6, c);
-    f->index = c[1];
-    if (nc < 0 || c[0] < 0 || !is_num(j, f->index)) return AS_DELTA_NONE;
-    f->id = f->name = -1;
+    if (nc < 0 || c[0] < 0 || !is_num(j, c[1])) return AS_DELTA_NONE;
+    f->turn = tok_span(j, d[0]);
+    f->step = tok_span(j, d[1]);
+    f->index = tok_span(j, c[1]);
+    f->id = f->name = (bspan){NULL, 0};
     if (AS_TOK_IS(j, c[0], "text-delta") || AS_TOK_IS(j, c[0], "reasoning-delta")) {
-        f->payload = c[2];
         if (nc != 3 || c[2] < 0 || j->t[c[2]].type != AS_JSTR) return AS_DELTA_NONE;
+        f->payload = tok_span(j, c[2]);
         return f->kind = AS_TOK_IS(j, c[0], "text-delta") ? AS_DELTA_TEXT : AS_DELTA_REASONING;
     }
     if (AS_TOK_IS(j, c[0], "tool-call-delta")) {
-        f->id = c[3];
-        f->name = c[4];
-        f->payload = c[5];
-        if (nc != (f->name >= 0 ? 5 : 4) || c[2] >= 0 || f->id < 0 || f->payload < 0) return AS_DELTA_NONE;
-        if (f->name >= 0 && j->t[f->name].type != AS_JSTR) return AS_DELTA_NONE;
-        if (j->t[f->id].type != AS_JSTR || j->t[f->payload].type != AS_JSTR) return AS_DELTA_NONE;
+        if (nc != (c[4] >= 0 ? 5 : 4) || c[2] >= 0 || c[3] < 0 || c[5] < 0) return AS_DELTA_NONE;
+        if (c[4] >= 0 && j->t[c[4]].type != AS_JSTR) return AS_DELTA_NONE;
+        if (j->t[c[3]].type != AS_JSTR || j->t[c[5]].type != AS_JSTR) return AS_DELTA_NONE;
+        f->id = tok_span(j, c[3]);
+        f->name = tok_span(j, c[4]);
+        f->payload = tok_span(j, c[5]);
         return f->kind = AS_DELTA_TOOL;
     }
     return AS_DELTA_NONE;
@@ -379,6 +468,7 @@ struct as_packer {
     as_delta kind;
     int64_t n, seq0, time0, lastseq, lasttime;
     int projected;          // output form of the run
+    int src_projected;      // its events came from a projected log
     long srcline;
     as_buf turn, step, index, id, name;
     int has_name;
@@ -386,6 +476,7 @@ struct as_packer {
     as_buf early[2];        // the first two members as plain lines
     long early_line[2];
     as_buf out;
+    as_buf line;            // scratch: an event's projected line
 };
 
 as_packer *as_packer_new(int mode, as_emit_fn emit, void *ctx)
@@ -410,10 +501,18 @@ static int out_projected(const as_packer *p, const as_event *ev)
     return p->mode == AS_PACK_KEEP ? ev->projected : p->mode == AS_PACK_PROJECTED;
 }
 
+// A short run stays events, unless they would lose its times: a projected
+// event has no time, and a projected log's own times (a row's dt) are kept
+// only in a row.
+static int short_run_stays_events(const as_packer *p)
+{
+    return p->n < 3 && !(p->projected && p->src_projected && (p->time0 != 0 || p->lasttime != 0));
+}
+
 static void flush_run(as_packer *p)
 {
     if (!p->kind) return;
-    if (p->n < 3) {
+    if (short_run_stays_events(p)) {
         for (int64_t k = 0; k < p->n; k++) p->emit(p->ctx, p->early[k].p, p->early[k].n, p->early_line[k]);
         p->kind = AS_DELTA_NONE;
         return;
@@ -452,28 +551,42 @@ static void flush_run(as_packer *p)
     p->kind = AS_DELTA_NONE;
 }
 
-static int same_span(const as_buf *b, const as_json *j, int tok)
+static int same_span(const as_buf *b, bspan t)
 {
-    return b->n == as_tok_len(j, tok) && !memcmp(b->p, as_tok_p(j, tok), b->n);
+    return b->n == t.n && !memcmp(b->p, t.p, t.n);
 }
 
-static void set_span(as_buf *b, const as_json *j, int tok)
+static void set_span(as_buf *b, bspan t)
 {
     as_buf_reset(b);
-    if (tok >= 0) span(b, j, tok);
+    if (t.p) as_buf_put(b, t.p, t.n);
+}
+
+// 1 when ev, written as a plain line in the output form, has exactly the
+// bytes its member in a row would unpack to: only then may it join a run
+// (packing may lose compression, never bytes). Key order, spellings and
+// white space all count; so do the envelope's digits, except in projected
+// output, which drops them.
+static int packs_exactly(as_packer *p, const as_event *ev, const member_f *f, int projected)
+{
+    if (is_member_bytes(ev->json, ev->len, f, 1, ev->seq, ev->time)) return 1;
+    if (!projected || ev->projected) return 0;
+    as_buf_reset(&p->line);
+    as_event_line(ev, 1, &p->line);
+    return is_member_bytes(p->line.p, p->line.n, f, 0, 0, 0);
 }
 
 void as_packer_push(as_packer *p, const as_event *ev)
 {
-    delta_f f;
-    as_delta k = classify(ev, &f);
-    const as_json *j = ev->j;
+    member_f f;
     int projected = out_projected(p, ev);
+    as_delta k = classify(ev, &f);
+    if (k && !packs_exactly(p, ev, &f, projected)) k = AS_DELTA_NONE;
     if (k && p->kind == k && projected == p->projected && ev->seq == p->lastseq + 1
         && ev->time - p->lasttime <= SAFE_MAX && ev->time - p->lasttime >= -SAFE_MAX
-        && same_span(&p->turn, j, f.turn) && same_span(&p->step, j, f.step) && same_span(&p->index, j, f.index)
-        && (k != AS_DELTA_TOOL || (same_span(&p->id, j, f.id) && (f.name >= 0) == p->has_name
-                                   && (f.name < 0 || same_span(&p->name, j, f.name))))) {
+        && same_span(&p->turn, f.turn) && same_span(&p->step, f.step) && same_span(&p->index, f.index)
+        && (k != AS_DELTA_TOOL || (same_span(&p->id, f.id) && (f.name.p != NULL) == p->has_name
+                                   && (!f.name.p || same_span(&p->name, f.name))))) {
         if (p->n < 2) {
             as_buf_reset(&p->early[p->n]);
             as_event_line(ev, projected, &p->early[p->n]);
@@ -482,7 +595,7 @@ void as_packer_push(as_packer *p, const as_event *ev)
         if (p->n > 1) as_buf_putc(&p->dt, ',');
         as_buf_puti(&p->dt, ev->time - p->lasttime);
         as_buf_putc(&p->payloads, ',');
-        span(&p->payloads, j, f.payload);
+        as_buf_put(&p->payloads, f.payload.p, f.payload.n);
         p->n++;
         p->lastseq = ev->seq;
         p->lasttime = ev->time;
@@ -497,19 +610,20 @@ void as_packer_push(as_packer *p, const as_event *ev)
     }
     p->kind = k;
     p->projected = projected;
+    p->src_projected = ev->projected;
     p->n = 1;
     p->seq0 = p->lastseq = ev->seq;
     p->time0 = p->lasttime = ev->time;
     p->srcline = ev->lineno;
-    set_span(&p->turn, j, f.turn);
-    set_span(&p->step, j, f.step);
-    set_span(&p->index, j, f.index);
-    set_span(&p->id, j, f.id);
-    set_span(&p->name, j, f.name);
-    p->has_name = f.name >= 0;
+    set_span(&p->turn, f.turn);
+    set_span(&p->step, f.step);
+    set_span(&p->index, f.index);
+    set_span(&p->id, f.id);
+    set_span(&p->name, f.name);
+    p->has_name = f.name.p != NULL;
     as_buf_reset(&p->dt);
     as_buf_reset(&p->payloads);
-    span(&p->payloads, j, f.payload);
+    as_buf_put(&p->payloads, f.payload.p, f.payload.n);
     as_buf_reset(&p->early[0]);
     as_event_line(ev, projected, &p->early[0]);
     p->early_line[0] = ev->lineno;
@@ -521,7 +635,7 @@ void as_packer_free(as_packer *p)
 {
     if (!p) return;
     as_buf *bs[] = {&p->turn, &p->step, &p->index, &p->id, &p->name, &p->dt, &p->payloads,
-                    &p->early[0], &p->early[1], &p->out};
+                    &p->early[0], &p->early[1], &p->out, &p->line};
     for (size_t i = 0; i < sizeof bs / sizeof *bs; i++) as_buf_free(bs[i]);
     free(p);
 }
@@ -606,7 +720,7 @@ int as_sess_check_soft(const char *path, long *badline)
     memset(&c, 0, sizeof c);
     if (setjmp(soft_back)) {
         as_die_hook = saved;
-        if (!c.s) { as_sess_close(opening); opening = NULL; }   // it died opening
+        if (!c.s) as_sess_open_abandoned();   // it died opening
         check_release(&c);
         *badline = 0;
         return 2;

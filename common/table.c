@@ -1,5 +1,6 @@
 // table.c - scenarios.jsonl and input.json readers with strict validation.
 #include "acpsnap.h"
+#include "confine.h"
 #include "table.h"
 #include <stdlib.h>
 #include <string.h>
@@ -50,10 +51,10 @@ static const char *type_name(int t)
 {
     switch (t) {
     case T_BOOL: return "a boolean";
-    case T_STR: return "a non-empty string";
+    case T_STR: return "a non-empty string (no NUL character)";
     case T_IDX: return "an array of distinct child indices (integers from 1)";
     case T_UINT: return "a non-negative integer";
-    default: return "an object of string values";
+    default: return "an object of string values (no NUL character)";
     }
 }
 
@@ -63,6 +64,17 @@ static char *tokstr(const as_json *j, int tok)
     as_json_str(j, tok, &b);
     if (!b.p) as_buf_grow(&b, 1);
     return b.p;
+}
+
+// 1 when string token tok decodes to bytes holding a NUL, which a C string
+// (and a shell reading jq's output) would cut or drop.
+static int has_nul(const as_json *j, int tok)
+{
+    as_buf b = {0};
+    as_json_str(j, tok, &b);
+    int nul = b.n && memchr(b.p, 0, b.n);
+    as_buf_free(&b);
+    return nul;
 }
 
 // Checks the value token v against type t; on success stores it in sc.
@@ -87,7 +99,7 @@ static int take(const as_json *j, int v, const struct field *f, as_scenario *sc)
         return 1;
     }
     case T_STR: {
-        if (t->type != AS_JSTR || t->end - t->start <= 2) return 0;
+        if (t->type != AS_JSTR || t->end - t->start <= 2 || has_nul(j, v)) return 0;
         char **dst = f->bit == AS_F_NAME ? &sc->name
                    : f->bit == AS_F_HEADERCLASS ? &sc->headerClass
                    : f->bit == AS_F_PROMPTSRC ? &sc->systemPromptSource
@@ -122,7 +134,7 @@ static int take(const as_json *j, int v, const struct field *f, as_scenario *sc)
     default: {
         if (t->type != AS_JOBJ) return 0;
         for (int k = as_json_firstkey(j, v); k >= 0; k = as_json_nextkey(j, k))
-            if (j->t[k + 1].type != AS_JSTR) return 0;
+            if (j->t[k + 1].type != AS_JSTR || has_nul(j, k) || has_nul(j, k + 1)) return 0;
         sc->envKeys = as_xmalloc((t->count ? t->count : 1) * sizeof(char *));
         sc->envVals = as_xmalloc((t->count ? t->count : 1) * sizeof(char *));
         for (int k = as_json_firstkey(j, v); k >= 0; k = as_json_nextkey(j, k)) {
@@ -143,9 +155,81 @@ static void scen_free(as_scenario *sc)
     free(sc->envKeys); free(sc->envVals);
 }
 
-static int name_ok(const char *s)
+// ------------------------------------------------------ what may form paths
+// Values of a row that name files or directories, or reach the agent's
+// environment, obey confine.h's rules (acpsnap-scenarios(5), TRUST MODEL).
+
+// workspaceParent: "$TMPDIR" or "$HOME", then optionally "/" and a relative path.
+static int parent_ok(const char *wp, const char **why)
 {
-    return *s && strcmp(s, ".") && strcmp(s, "..") && !strchr(s, '/') && !strchr(s, '\\');
+    const char *rest = !strncmp(wp, "$TMPDIR", 7) ? wp + 7 : !strncmp(wp, "$HOME", 5) ? wp + 5 : NULL;
+    *why = "it is not \"$TMPDIR\" or \"$HOME\"";
+    if (!rest || (*rest && *rest != '/')) return 0;
+    return !*rest || !as_rel_check(rest + 1, why);
+}
+
+// Variables a row may not set: the loader's, the shell's, and those the
+// harness sets for the run (acp-drive(1)).
+static int env_reserved(const char *k)
+{
+    static const char *const names[] = {
+        "PATH", "HOME", "TMPDIR", "SHELL", "IFS", "ENV", "BASH_ENV", "CDPATH", "PS4", "SHELLOPTS",
+        "BASHOPTS", "GLOBIGNORE", "ACPSNAP_SNAPSHOT", "ACPSNAP_SCENARIO", "ACPSNAP_SCENARIO_DIR",
+        "ACPSNAP_CWD", "ACPSNAP_SESSIONS_ROOT", "ACPSNAP_SPILL_ROOT", "ACPSNAP_OUT", "ACPSNAP_CONFIG_PATH",
+        "ACPSNAP_FIXTURE", "ACPSNAP_OVERRIDE", "ACPSNAP_CHILD_FIXTURES", "ACPSNAP_REPLAY_SCRIPT",
+        "ACPSNAP_PROVIDER_URL", "ACPSNAP_PROVIDER_KEY", NULL,
+    };
+    if (!strncmp(k, "LD_", 3) || !strncmp(k, "DYLD_", 5)) return 1;
+    for (int i = 0; names[i]; i++)
+        if (!strcmp(k, names[i])) return 1;
+    return 0;
+}
+
+static int env_name_ok(const char *k)
+{
+    if (!((*k >= 'A' && *k <= 'Z') || (*k >= 'a' && *k <= 'z') || *k == '_')) return 0;
+    return strspn(k, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") == strlen(k);
+}
+
+// Appends s to msg as a JSON string (a newline shows as \n).
+static void put_quoted(as_buf *msg, const char *s) { as_jstr_write(msg, s, strlen(s)); }
+
+// The rules above on one row; each problem reported. Returns their number.
+static size_t row_rules(as_scenario *sc, as_report_fn fn, void *ctx, const char *path, long ln, as_buf *msg)
+{
+    size_t np = 0;
+    const char *why;
+    const char *src[2] = {sc->systemPromptSource, sc->toolSchemasSource};
+    for (int w = 0; w < 2; w++) {
+        if (!src[w] || !strcmp(src[w], "<not-included>") || !as_name_check(src[w], &why)) continue;
+        as_buf_printf(msg, "field \"%s\" ", w ? "toolSchemasSource" : "systemPromptSource");
+        put_quoted(msg, src[w]);
+        as_buf_printf(msg, " is not a scenario name: %s", why);
+        report(fn, ctx, path, ln, msg); np++;
+    }
+    if (sc->configPath && as_name_check(sc->configPath, &why)) {
+        as_buf_puts(msg, "field \"configPath\" ");
+        put_quoted(msg, sc->configPath);
+        as_buf_printf(msg, " must name a file of the snapshots directory (a plain name): %s", why);
+        report(fn, ctx, path, ln, msg); np++;
+    }
+    if (sc->workspaceParent && !parent_ok(sc->workspaceParent, &why)) {
+        as_buf_puts(msg, "field \"workspaceParent\" ");
+        put_quoted(msg, sc->workspaceParent);
+        as_buf_printf(msg, " must be \"$TMPDIR\" or \"$HOME\", optionally followed by /<relative path>: %s", why);
+        report(fn, ctx, path, ln, msg); np++;
+    }
+    for (size_t i = 0; i < sc->nenv; i++) {
+        const char *k = sc->envKeys[i];
+        if (env_name_ok(k) && !env_reserved(k)) continue;
+        as_buf_puts(msg, "field \"env\" sets ");
+        put_quoted(msg, k);
+        as_buf_puts(msg, env_name_ok(k) ? ", which a scenario may not set (the loader's, the shell's and the harness's own variables are reserved)"
+                                        : ", which is not a variable name ([A-Za-z_][A-Za-z0-9_]*)");
+        report(fn, ctx, path, ln, msg); np++;
+    }
+    if (np) sc->valid = 0;
+    return np;
 }
 
 size_t as_table_load(const char *path, as_table *t, as_report_fn fn, void *ctx)
@@ -192,11 +276,15 @@ size_t as_table_load(const char *path, as_table *t, as_report_fn fn, void *ctx)
             }
             sc.set |= f->bit;
         }
-        if (sc.name && !name_ok(sc.name)) {
-            as_buf_printf(&msg, "scenario name \"%s\" is not a directory name", sc.name);
+        const char *why;
+        if (sc.name && as_name_check(sc.name, &why)) {
+            as_buf_puts(&msg, "scenario name ");
+            put_quoted(&msg, sc.name);
+            as_buf_printf(&msg, " breaks the name rule: %s; see acpsnap-scenarios(5)", why);
             report(fn, ctx, path, ln, &msg); problems++;
             free(sc.name); sc.name = NULL;
         }
+        problems += row_rules(&sc, fn, ctx, path, ln, &msg);
         for (unsigned req = AS_F_NAME; req <= AS_F_RECORDED; req <<= 1) {
             if (sc.set & req) continue;
             const char *key = req == AS_F_NAME ? "name" : req == AS_F_HASMODELTURN ? "hasModelTurn" : "recorded";
@@ -418,6 +506,26 @@ static int kind_ok(const as_json *j, int v, int kind)
     return 0;
 }
 
+// The file a step waits for is looked up beneath the cwd: confine.h's rule.
+static void check_wait_path(as_input *in, int st, size_t idx, as_op op, as_report_fn fn, void *ctx, size_t *problems, as_buf *msg)
+{
+    const as_json *j = &in->j;
+    int wf = op == AS_OP_WAITFORFILE ? st : as_json_get(j, st, "waitForFile");
+    int pt = wf >= 0 && j->t[wf].type == AS_JOBJ ? as_json_get(j, wf, "path") : -1;
+    if (pt < 0 || j->t[pt].type != AS_JSTR) return;
+    as_buf b = {0};
+    as_json_str(j, pt, &b);
+    const char *why = "a NUL in a path";
+    if (!b.p) as_buf_puts(&b, "");
+    if (memchr(b.p, 0, b.n) || as_rel_check(b.p, &why)) {
+        as_buf_printf(msg, "steps[%zu] (%s): the file to wait for, ", idx, opnames[op]);
+        as_buf_put(msg, as_tok_p(j, pt), as_tok_len(j, pt) > 60 ? 60 : as_tok_len(j, pt));
+        as_buf_printf(msg, ", must be a path beneath the cwd: %s", why);
+        report(fn, ctx, in->path, as_line_of(j->s, j->t[pt].start), msg); (*problems)++;
+    }
+    as_buf_free(&b);
+}
+
 static void check_step(as_input *in, int st, size_t idx, as_report_fn fn, void *ctx, size_t *problems, as_buf *msg)
 {
     const as_json *j = &in->j;
@@ -464,6 +572,7 @@ static void check_step(as_input *in, int st, size_t idx, as_report_fn fn, void *
         as_buf_printf(msg, "steps[%zu] (%s): missing \"%s\"", idx, opnames[step.op], sf[i].key);
         report(fn, ctx, in->path, ln, msg); (*problems)++;
     }
+    if (*problems == before) check_wait_path(in, st, idx, step.op, fn, ctx, problems, msg);
     if (*problems == before) in->steps[in->nsteps++] = step;
 }
 

@@ -12,7 +12,8 @@ struct pending {
     struct pending *next;
 };
 
-void acp_send(const char *line, size_t len) {
+void acp_send(const char *line, size_t len)
+{
     pthread_mutex_lock(&ag.out_mu);
     fwrite(line, 1, len, stdout);
     fputc('\n', stdout);
@@ -26,34 +27,39 @@ void acp_send(const char *line, size_t len) {
 }
 
 // Sends the message built in b (and frees it).
-static void send_buf(as_buf *b) {
+static void send_buf(as_buf *b)
+{
     acp_send(b->p, b->n);
     as_buf_free(b);
 }
 
 // Starts a response to the request whose id has the JSON bytes id[0, idlen).
-static void response_head(as_buf *b, const char *id, size_t idlen) {
+static void response_head(as_buf *b, const char *id, size_t idlen)
+{
     as_buf_puts(b, "{\"jsonrpc\":\"2.0\",\"id\":");
     as_buf_put(b, id, idlen);
 }
 
 // Starts a request (id >= 0) or a notification (id < 0) about session s,
 // up to its params.sessionId.
-static void session_message(as_buf *b, int64_t id, const char *method, const session *s) {
+static void session_message(as_buf *b, int64_t id, const char *method, const session *s)
+{
     as_buf_puts(b, "{\"jsonrpc\":\"2.0\",");
     if (id >= 0) as_buf_printf(b, "\"id\":%lld,", (long long)id);
     as_buf_printf(b, "\"method\":\"%s\",\"params\":{\"sessionId\":", method);
     jstr(b, s->id);
 }
 
-static void send_result(const char *id, size_t idlen, const char *result) {
+static void send_result(const char *id, size_t idlen, const char *result)
+{
     as_buf b = {0};
     response_head(&b, id, idlen);
     as_buf_printf(&b, ",\"result\":%s}", result);
     send_buf(&b);
 }
 
-static void send_error(const char *id, size_t idlen, int code, const char *msg) {
+static void send_error(const char *id, size_t idlen, int code, const char *msg)
+{
     as_buf b = {0};
     response_head(&b, id, idlen);
     as_buf_printf(&b, ",\"error\":{\"code\":%d,\"message\":", code);
@@ -62,14 +68,16 @@ static void send_error(const char *id, size_t idlen, int code, const char *msg) 
     send_buf(&b);
 }
 
-void acp_notify_update(const session *s, const char *update) {
+void acp_notify_update(const session *s, const char *update)
+{
     as_buf b = {0};
     session_message(&b, -1, "session/update", s);
     as_buf_printf(&b, ",\"update\":%s}}", update);
     send_buf(&b);
 }
 
-int acp_ask_permission(session *s, const char *call_id, const char *tool) {
+int acp_ask_permission(session *s, const char *call_id, const char *tool)
+{
     struct pending pd = {0};
     pthread_mutex_lock(&ag.mu);
     pd.id = ag.next_req_id++;
@@ -97,7 +105,8 @@ int acp_ask_permission(session *s, const char *call_id, const char *tool) {
 }
 
 // A response from the client to one of our requests.
-static void on_response(const as_json *j) {
+static void on_response(const as_json *j)
+{
     int id = as_json_get(j, 0, "id");
     int64_t n;
     if (id < 0 || !as_json_int(j, id, &n)) return;
@@ -119,7 +128,8 @@ static void on_response(const as_json *j) {
     pthread_mutex_unlock(&ag.mu);
 }
 
-static session *find_session(const as_json *j, int params) {
+static session *find_session(const as_json *j, int params)
+{
     if (params < 0) return NULL;
     char *id = json_getstr(j, params, "sessionId");
     if (!id) return NULL;
@@ -132,7 +142,8 @@ static session *find_session(const as_json *j, int params) {
     return s;
 }
 
-static session *session_add(const char *id, const char *cwd) {
+static session *session_add(const char *id, const char *cwd)
+{
     session *s = as_xmalloc(sizeof *s);
     memset(s, 0, sizeof *s);
     snprintf(s->id, sizeof s->id, "%s", id);
@@ -144,7 +155,8 @@ static session *session_add(const char *id, const char *cwd) {
     return s;
 }
 
-void hist_push(session *s, const char *json, size_t len) {
+void hist_push(session *s, const char *json, size_t len)
+{
     if (s->nhist == s->caphist) {
         s->caphist = s->caphist ? 2 * s->caphist : 16;
         s->hist = as_xrealloc(s->hist, s->caphist * sizeof *s->hist);
@@ -156,7 +168,8 @@ void hist_push(session *s, const char *json, size_t len) {
 
 // Checks session/new and session/load params: an absolute cwd and, when
 // present, an mcpServers array. Returns the cwd or NULL after answering.
-static char *check_cwd(const as_json *j, int params, const char *id, size_t idlen) {
+static char *check_cwd(const as_json *j, int params, const char *id, size_t idlen)
+{
     char *cwd = params >= 0 ? json_getstr(j, params, "cwd") : NULL;
     if (!cwd || cwd[0] != '/') {
         send_error(id, idlen, -32602, "invalid params: cwd must be an absolute path");
@@ -172,7 +185,8 @@ static char *check_cwd(const as_json *j, int params, const char *id, size_t idle
     return cwd;
 }
 
-static void on_new(const as_json *j, int params, const char *id, size_t idlen) {
+static void on_new(const as_json *j, int params, const char *id, size_t idlen)
+{
     char *cwd = check_cwd(j, params, id, idlen);
     if (!cwd) return;
     char sid[37];
@@ -188,7 +202,8 @@ static void on_new(const as_json *j, int params, const char *id, size_t idlen) {
     as_buf_free(&r);
 }
 
-static void on_load(const as_json *j, int params, const char *id, size_t idlen) {
+static void on_load(const as_json *j, int params, const char *id, size_t idlen)
+{
     char *sid = json_getstr(j, params, "sessionId");
     char *cwd = check_cwd(j, params, id, idlen);
     if (!cwd) { free(sid); return; }
@@ -216,7 +231,8 @@ static void on_load(const as_json *j, int params, const char *id, size_t idlen) 
     free(sid); free(cwd);
 }
 
-static void on_prompt(const as_json *j, int params, const char *id, size_t idlen) {
+static void on_prompt(const as_json *j, int params, const char *id, size_t idlen)
+{
     session *s = find_session(j, params);
     if (!s) { send_error(id, idlen, -32602, "invalid params: unknown sessionId"); return; }
     int pr = as_json_get(j, params, "prompt");
@@ -253,7 +269,8 @@ static void on_prompt(const as_json *j, int params, const char *id, size_t idlen
     turn_start_thread(s);
 }
 
-void acp_dispatch(const char *line, size_t len) {
+void acp_dispatch(const char *line, size_t len)
+{
     as_json j = {0};
     static const char null_id[] = "null";
     if (as_json_parse(&j, line, len) || j.t[0].type != AS_JOBJ) {
@@ -305,7 +322,8 @@ void acp_dispatch(const char *line, size_t len) {
     as_json_free(&j);
 }
 
-void acp_shutdown(void) {
+void acp_shutdown(void)
+{
     pthread_mutex_lock(&ag.mu);
     for (session *s = ag.sessions; s; s = s->next) s->cancel = 1;
     pthread_cond_broadcast(&ag.cv);

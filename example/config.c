@@ -1,8 +1,10 @@
 // config.c - settings: defaults < config file < snapshot overlay < env < command line.
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "acpsnap.h"
 #include "agent.h"
@@ -15,7 +17,8 @@ static const char DEFAULT_SYSTEM[] =
 static void setstr(char **dst, const char *v) { free(*dst); *dst = v ? as_xstrdup(v) : NULL; }
 
 // Parses a non-negative decimal long; 0 on success.
-static int parse_long(const char *v, long *out) {
+static int parse_long(const char *v, long *out)
+{
     char *end; errno = 0;
     if (!*v || !isdigit((unsigned char)*v)) return -1;
     long n = strtol(v, &end, 10);
@@ -24,7 +27,8 @@ static int parse_long(const char *v, long *out) {
 }
 
 // Unescapes \n, \t and \\ in a config value (for system_prompt).
-static char *unescape(const char *v) {
+static char *unescape(const char *v)
+{
     as_buf b = {0};
     for (const char *p = v; *p; p++) {
         if (*p == '\\' && p[1] == 'n') { as_buf_putc(&b, '\n'); p++; }
@@ -39,7 +43,8 @@ static char *unescape(const char *v) {
 #define FIELD(type, c, off) ((type *)((char *)(c) + (off)))
 
 // Settings that take one of a few words: the setting is the word's index.
-static int apply_choice(config *c, const char *k, const char *v, const char **err) {
+static int apply_choice(config *c, const char *k, const char *v, const char **err)
+{
     static const struct { const char *k; size_t off; const char *words[4]; const char *err; } keys[] = {
         {"mode", offsetof(config, replay), {"live", "replay"}, "mode must be live or replay"},
         {"persistence", offsetof(config, raw), {"zstd", "raw"}, "persistence must be zstd or raw"},
@@ -58,7 +63,8 @@ static int apply_choice(config *c, const char *k, const char *v, const char **er
 }
 
 // Settings that take a string as it is.
-static int apply_string(config *c, const char *k, const char *v) {
+static int apply_string(config *c, const char *k, const char *v)
+{
     static const struct { const char *k; size_t off; } keys[] = {
         {"replay_script", offsetof(config, replay_script)}, {"replay_override", offsetof(config, replay_override)},
         {"sessions_root", offsetof(config, sessions_root)}, {"spill_root", offsetof(config, spill_root)},
@@ -71,7 +77,8 @@ static int apply_string(config *c, const char *k, const char *v) {
 }
 
 // Settings that take an integer with a lower bound.
-static int apply_number(config *c, const char *k, const char *v, const char **err) {
+static int apply_number(config *c, const char *k, const char *v, const char **err)
+{
     static const struct { const char *k; size_t off; long min; } keys[] = {
         {"max_tokens", offsetof(config, max_tokens), 0},
         {"max_steps", offsetof(config, max_steps), 1},
@@ -94,7 +101,8 @@ static int apply_number(config *c, const char *k, const char *v, const char **er
 }
 
 // Applies key = value; returns NULL or a static error message.
-static const char *apply(config *c, const char *k, const char *v) {
+static const char *apply(config *c, const char *k, const char *v)
+{
     const char *err = NULL;
     if (apply_choice(c, k, v, &err) || apply_string(c, k, v) || apply_number(c, k, v, &err)) return err;
     if (strcmp(k, "system_prompt")) return "unknown key";
@@ -103,9 +111,16 @@ static const char *apply(config *c, const char *k, const char *v) {
     return NULL;
 }
 
-static void load_file(config *c, const char *path) {
-    FILE *f = fopen(path, "r");
-    if (!f) as_die(AS_TROUBLE, "unable to open config %s: %s", path, strerror(errno));
+// nofollow: the file may not be a symbolic link (the snapshot overlay, which
+// sits in a snapshots tree beside the config the harness named).
+static void load_file(config *c, const char *path, int nofollow)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | (nofollow ? O_NOFOLLOW : 0));
+    FILE *f = fd < 0 ? NULL : fdopen(fd, "r");
+    if (!f) {
+        if (nofollow && errno == ELOOP) as_die(AS_TROUBLE, "unable to open config %s: a symbolic link (not followed)", path);
+        as_die(AS_TROUBLE, "unable to open config %s: %s", path, strerror(errno));
+    }
     char *line = NULL; size_t cap = 0; ssize_t n; long lineno = 0;
     while ((n = getline(&line, &cap, f)) >= 0) {
         lineno++;
@@ -135,14 +150,16 @@ static void load_file(config *c, const char *path) {
     fclose(f);
 }
 
-static void env_apply(config *c, const char *env, const char *key) {
+static void env_apply(config *c, const char *env, const char *key)
+{
     const char *v = getenv(env);
     if (!v || !*v) return;
     const char *err = apply(c, key, v);
     if (err) as_die(AS_TROUBLE, "%s: %s", env, err);
 }
 
-void config_load(config *c, const char *path, const char *cli_replay) {
+void config_load(config *c, const char *path, const char *cli_replay)
+{
     memset(c, 0, sizeof *c);
     const char *tmp = getenv("TMPDIR");
     as_buf spill = {0};
@@ -167,7 +184,7 @@ void config_load(config *c, const char *path, const char *cli_replay) {
 
     if (!path) { const char *e = getenv("ACPSNAP_AGENT_CONFIG"); if (e && *e) path = e; }
     if (path) {
-        load_file(c, path);
+        load_file(c, path, 0);
         if (snap_replay) {
             // X.conf → X.snapshot.conf beside it
             as_buf ov = {0};
@@ -179,7 +196,8 @@ void config_load(config *c, const char *path, const char *cli_replay) {
                 as_buf_puts(&ov, path);
                 as_buf_puts(&ov, ".snapshot");
             }
-            if (access(ov.p, F_OK) == 0) load_file(c, ov.p);
+            struct stat st;
+            if (lstat(ov.p, &st) == 0) load_file(c, ov.p, 1);
             as_buf_free(&ov);
         }
     }
@@ -228,7 +246,8 @@ void config_load(config *c, const char *path, const char *cli_replay) {
     }
 }
 
-void config_print(const config *c, FILE *f) {
+void config_print(const config *c, FILE *f)
+{
     static const char *perm[] = {"allow", "ask", "reject"};
     fprintf(f, "mode = %s\n", c->replay ? "replay" : "live");
     if (c->replay_script) fprintf(f, "replay_script = %s\n", c->replay_script);
@@ -248,7 +267,8 @@ void config_print(const config *c, FILE *f) {
     as_buf_free(&b);
 }
 
-void config_free(config *c) {
+void config_free(config *c)
+{
     free(c->replay_script); free(c->replay_override); free(c->sessions_root);
     free(c->spill_root); free(c->base_url); free(c->api_key); free(c->model);
     free(c->provider); free(c->system_prompt);

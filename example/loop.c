@@ -28,7 +28,8 @@ typedef struct {
     char *err_msg, *err_code;
 } call;
 
-static void call_free(call *c) {
+static void call_free(call *c)
+{
     for (int i = 0; i < c->nb; i++) {
         block *b = &c->b[i];
         as_buf_free(&b->acc); as_buf_free(&b->end); as_buf_free(&b->bytes);
@@ -40,7 +41,8 @@ static void call_free(call *c) {
     memset(c, 0, sizeof *c);
 }
 
-static block *blk(call *c, int64_t idx) {
+static block *blk(call *c, int64_t idx)
+{
     if (idx < 0 || idx > 4096) return NULL;
     if (idx >= c->nb) {
         c->b = as_xrealloc(c->b, (size_t)(idx + 1) * sizeof *c->b);
@@ -53,7 +55,8 @@ static block *blk(call *c, int64_t idx) {
 static void setdup(char **dst, char *v) { if (v) { free(*dst); *dst = v; } }
 
 // Folds one chunk into the call's blocks.
-static void fold(call *c, const char *json, size_t len) {
+static void fold(call *c, const char *json, size_t len)
+{
     as_json j = {0};
     if (as_json_parse(&j, json, len) || j.t[0].type != AS_JOBJ) { as_json_free(&j); return; }
     int t = as_json_get(&j, 0, "type"), ix = as_json_get(&j, 0, "index");
@@ -98,7 +101,8 @@ static void fold(call *c, const char *json, size_t len) {
 
 // Decides each block's final bytes and decoded values. interrupted: tool
 // calls that were not completed are dropped.
-static void finalize(call *c, int interrupted) {
+static void finalize(call *c, int interrupted)
+{
     for (int i = 0; i < c->nb; i++) {
         block *b = &c->b[i];
         as_buf_reset(&b->bytes);
@@ -141,7 +145,8 @@ static void finalize(call *c, int interrupted) {
 
 // ---------------------------------------------------------------- requests
 
-static char *system_prompt(const session *s) {
+static char *system_prompt(const session *s)
+{
     as_buf b = {0};
     for (const char *p = ag.cfg.system_prompt; *p; ) {
         if (!strncmp(p, "{{cwd}}", 7)) { as_buf_puts(&b, s->cwd); p += 7; }
@@ -152,7 +157,8 @@ static char *system_prompt(const session *s) {
     return b.p;
 }
 
-static void render_messages(const session *s, const char *sys, const char *extra_user, as_buf *out) {
+static void render_messages(const session *s, const char *sys, const char *extra_user, as_buf *out)
+{
     as_buf_puts(out, "[{\"role\":\"system\",\"content\":");
     jstr(out, sys);
     as_buf_putc(out, '}');
@@ -168,13 +174,15 @@ static void render_messages(const session *s, const char *sys, const char *extra
     as_buf_putc(out, ']');
 }
 
-static size_t context_estimate(const session *s, const char *sys) {
+static size_t context_estimate(const session *s, const char *sys)
+{
     size_t n = strlen(sys);
     for (size_t i = 0; i < s->nhist; i++) n += s->hist[i].n;
     return n / 4;
 }
 
-static void push_user(session *s, const char *text) {
+static void push_user(session *s, const char *text)
+{
     as_buf b = {0};
     as_buf_puts(&b, "{\"role\":\"user\",\"content\":");
     jstr(&b, text);
@@ -184,7 +192,8 @@ static void push_user(session *s, const char *text) {
 }
 
 // The OpenAI-style assistant message of a content block array (token arr of j).
-static void oai_assistant(const as_json *j, int arr, as_buf *out) {
+static void oai_assistant(const as_json *j, int arr, as_buf *out)
+{
     as_buf text = {0}, reas = {0}, calls = {0};
     int ncalls = 0;
     for (int el = as_json_first(j, arr); el >= 0; el = as_json_nextel(j, el)) {
@@ -216,7 +225,8 @@ static void oai_assistant(const as_json *j, int arr, as_buf *out) {
     as_buf_free(&text); as_buf_free(&reas); as_buf_free(&calls);
 }
 
-static void push_tool(session *s, const char *call_id, const char *text) {
+static void push_tool(session *s, const char *call_id, const char *text)
+{
     as_buf b = {0};
     as_buf_puts(&b, "{\"role\":\"tool\",\"tool_call_id\":");
     jstr(&b, call_id);
@@ -227,7 +237,8 @@ static void push_tool(session *s, const char *call_id, const char *text) {
     as_buf_free(&b);
 }
 
-static void hist_clear(session *s) {
+static void hist_clear(session *s)
+{
     for (size_t i = 0; i < s->nhist; i++) as_buf_free(&s->hist[i]);
     s->nhist = 0;
 }
@@ -236,7 +247,8 @@ static void hist_clear(session *s) {
 
 // Streams one model call. record: persist its chunks as assistant/chunk.
 static void model_call(session *s, int turn, int step, const char *messages, int with_tools,
-                       int record, call *c) {
+                       int record, call *c)
+{
     model_req req = {messages, with_tools ? tools_openai_json() : NULL, s->cwd};
     stream *st = ag.cfg.replay ? replay_start(&req) : deepseek_start(&ag.cfg, &req);
     as_buf data = {0};
@@ -283,7 +295,8 @@ static void model_call(session *s, int turn, int step, const char *messages, int
 // ---------------------------------------------------------------- events
 
 static void ev(session *s, const char *type, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void ev(session *s, const char *type, const char *fmt, ...) {
+static void ev(session *s, const char *type, const char *fmt, ...)
+{
     va_list ap;
     va_start(ap, fmt);
     char *d = NULL;
@@ -293,7 +306,8 @@ static void ev(session *s, const char *type, const char *fmt, ...) {
     free(d);
 }
 
-static void agent_text(session *s, const char *text) {
+static void agent_text(session *s, const char *text)
+{
     as_buf u = {0};
     as_buf_puts(&u, "{\"sessionUpdate\":\"agent_message_chunk\",\"content\":{\"type\":\"text\",\"text\":");
     jstr(&u, text);
@@ -303,7 +317,8 @@ static void agent_text(session *s, const char *text) {
 }
 
 // The configured "provider":…,"model":… members.
-static void provider_model(as_buf *b) {
+static void provider_model(as_buf *b)
+{
     as_buf_puts(b, "\"provider\":");
     jstr(b, ag.cfg.provider);
     as_buf_puts(b, ",\"model\":");
@@ -313,7 +328,8 @@ static void provider_model(as_buf *b) {
 // The blocks of c that hold content, as a JSON array appended to out;
 // returns how many. With text non-NULL, the texts of its text blocks are
 // appended to text too.
-static int blocks_json(const call *c, as_buf *out, as_buf *text) {
+static int blocks_json(const call *c, as_buf *out, as_buf *text)
+{
     int n = 0;
     as_buf_putc(out, '[');
     for (int i = 0; i < c->nb; i++) {
@@ -329,7 +345,8 @@ static int blocks_json(const call *c, as_buf *out, as_buf *text) {
 
 // Records assistant/message for c and sends its committed text blocks.
 // Returns 0 when nothing was recorded (an interrupted call with no content).
-static int commit_message(session *s, int turn, int step, call *c, int interrupted) {
+static int commit_message(session *s, int turn, int step, call *c, int interrupted)
+{
     as_buf content = {0}, d = {0}, extra = {0};
     int n = blocks_json(c, &content, NULL);
     if (interrupted && !n) { as_buf_free(&content); return 0; }
@@ -361,7 +378,8 @@ static int commit_message(session *s, int turn, int step, call *c, int interrupt
     return 1;
 }
 
-static void write_header(session *s, const char *sys) {
+static void write_header(session *s, const char *sys)
+{
     as_buf h = {0};
     as_buf_puts(&h, "{\"config\":{");
     provider_model(&h);
@@ -386,7 +404,8 @@ static void write_header(session *s, const char *sys) {
 
 // Summarizes the conversation with one model call (no tools) and replaces the
 // history with the summary. Returns the call status.
-static int compact(session *s, int turn, int step, call *out) {
+static int compact(session *s, int turn, int step, call *out)
+{
     static const char INSTR[] =
         "Summarize the conversation so far for your own later use: the user's goals, what was "
         "done, the facts learned, and what remains. Reply with the summary only.";
@@ -420,7 +439,8 @@ static int compact(session *s, int turn, int step, call *out) {
 
 // ---------------------------------------------------------------- tools
 
-static void tool_updates(session *s, const block *b) {
+static void tool_updates(session *s, const block *b)
+{
     as_buf u = {0};
     static const char *kinds[][2] = {{"bash", "execute"}, {"read_file", "read"}, {"write_file", "edit"}};
     const char *kind = "other";
@@ -442,7 +462,8 @@ static void tool_updates(session *s, const block *b) {
 }
 
 static void tool_done(session *s, int turn, int step, const block *b, int64_t call_seq,
-                      const char *text, int is_error) {
+                      const char *text, int is_error)
+{
     char rid[37];
     uuid_v4(rid);
     as_buf d = {0}, extra = {0}, u = {0};
@@ -469,7 +490,8 @@ static void tool_done(session *s, int turn, int step, const block *b, int64_t ca
 }
 
 // Runs the step's tool calls. Returns 1 when the turn was cancelled.
-static int run_tools(session *s, int turn, int step, call *c) {
+static int run_tools(session *s, int turn, int step, call *c)
+{
     int n = 0;
     for (int i = 0; i < c->nb; i++) if (c->b[i].kind == B_TOOL) n++;
     int64_t *seqs = as_xmalloc((size_t)(n ? n : 1) * sizeof *seqs);
@@ -547,7 +569,8 @@ static int run_tools(session *s, int turn, int step, call *c) {
 
 // ---------------------------------------------------------------- the turn
 
-static void respond(session *s, const char *stop_reason, const char *err) {
+static void respond(session *s, const char *stop_reason, const char *err)
+{
     as_buf b = {0};
     as_buf_puts(&b, "{\"jsonrpc\":\"2.0\",\"id\":");
     as_buf_put(&b, s->prompt_id.p, s->prompt_id.n);
@@ -563,12 +586,14 @@ static void respond(session *s, const char *stop_reason, const char *err) {
     as_buf_free(&b);
 }
 
-static void end_turn(session *s, int turn, const char *reason_json) {
+static void end_turn(session *s, int turn, const char *reason_json)
+{
     ev(s, "turn/end", "{\"turn\":%d,\"reason\":%s}", turn, reason_json);
     persist_flush(s->log);
 }
 
-static void turn_error(session *s, int turn, int step, const call *c) {
+static void turn_error(session *s, int turn, int step, const call *c)
+{
     as_buf r = {0};
     as_buf_puts(&r, "{\"kind\":\"error\",\"error\":{\"message\":");
     jstr(&r, c->err_msg);
@@ -580,7 +605,8 @@ static void turn_error(session *s, int turn, int step, const call *c) {
     as_buf_free(&r);
 }
 
-static void *turn_main(void *arg) {
+static void *turn_main(void *arg)
+{
     session *s = arg;
     int turn = ++s->turn;
     char *sys = system_prompt(s);
@@ -681,7 +707,8 @@ static void *turn_main(void *arg) {
     return NULL;
 }
 
-void turn_start_thread(session *s) {
+void turn_start_thread(session *s)
+{
     if (pthread_create(&s->th, NULL, turn_main, s)) as_die_sys("start a turn thread");
     s->joinable = 1;
 }
@@ -691,7 +718,8 @@ void turn_start_thread(session *s) {
 static int load_open_turn;
 
 // Rebuilds conversation state from one persisted event.
-void load_event(void *ctx, const as_event *e) {
+void load_event(void *ctx, const as_event *e)
+{
     session *s = ctx;
     const as_json *j = e->j;
     int d = as_json_get(j, 0, "data");
@@ -759,7 +787,8 @@ void load_event(void *ctx, const as_event *e) {
     free(type);
 }
 
-void session_replay_history(session *s) {
+void session_replay_history(session *s)
+{
     // the next header is a resume (a new loop over an existing log)
     s->header_reason = s->last_header ? 1 : 0;
     free(s->last_header);

@@ -17,19 +17,22 @@ static const char USAGE[] =
     "  --check-config      print the effective settings and exit\n"
     "  --help, --version\n";
 
-int64_t now_ms(void) {
+int64_t now_ms(void)
+{
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void random_bytes(unsigned char *p, size_t n) {
+static void random_bytes(unsigned char *p, size_t n)
+{
     static int fd = -1;
     if (fd < 0) fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
     if (fd < 0 || read(fd, p, n) != (ssize_t)n) as_die_sys("read /dev/urandom");
 }
 
-void uuid_v4(char out[37]) {
+void uuid_v4(char out[37])
+{
     unsigned char r[16];
     random_bytes(r, sizeof r);
     r[6] = (r[6] & 0x0f) | 0x40;
@@ -44,7 +47,8 @@ void uuid_v4(char out[37]) {
     *o = 0;
 }
 
-void random_hex(char *out, size_t n) {
+void random_hex(char *out, size_t n)
+{
     unsigned char r[64];
     if (n > 2 * sizeof r) n = 2 * sizeof r;
     random_bytes(r, (n + 1) / 2);
@@ -52,7 +56,8 @@ void random_hex(char *out, size_t n) {
     out[n] = 0;
 }
 
-char *json_getstr(const as_json *j, int obj, const char *key) {
+char *json_getstr(const as_json *j, int obj, const char *key)
+{
     int v = as_json_get(j, obj, key);
     if (v < 0 || j->t[v].type != AS_JSTR) return NULL;
     as_buf b = {0};
@@ -67,7 +72,8 @@ struct agent ag = {
     .cv = PTHREAD_COND_INITIALIZER,
 };
 
-int main(int argc, char **argv) {
+int main(int argc, char **argv)
+{
     static const struct option longopts[] = {
         {"config", required_argument, 0, 'c'},
         {"replay", required_argument, 0, 'r'},

@@ -51,7 +51,8 @@ typedef struct {
     int nfinish;
 } ds;
 
-void deepseek_global_init(void) {
+void deepseek_global_init(void)
+{
     cu.lib = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
     if (!cu.lib) as_die(AS_TROUBLE, "unable to load libcurl: %s", dlerror());
     struct { void **fn; const char *name; } syms[] = {
@@ -66,7 +67,8 @@ void deepseek_global_init(void) {
             as_die(AS_TROUBLE, "unable to load libcurl: %s missing", syms[i].name);
     if (cu.global_init(CURL_GLOBAL_DEFAULT)) as_die(AS_TROUBLE, "unable to initialize libcurl");
 }
-void deepseek_global_cleanup(void) {
+void deepseek_global_cleanup(void)
+{
     if (!cu.lib) return;
     cu.global_cleanup();
     dlclose(cu.lib);
@@ -74,7 +76,8 @@ void deepseek_global_cleanup(void) {
 }
 
 static void fail(ds *d, const char *code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void fail(ds *d, const char *code, const char *fmt, ...) {
+static void fail(ds *d, const char *code, const char *fmt, ...)
+{
     if (d->failed) return;
     va_list ap;
     va_start(ap, fmt);
@@ -86,7 +89,8 @@ static void fail(ds *d, const char *code, const char *fmt, ...) {
 
 static void push(ds *d, as_buf *b) { stream_push(d->s, b->p, b->n); as_buf_reset(b); }
 
-static void block_start(ds *d, int idx, const char *type) {
+static void block_start(ds *d, int idx, const char *type)
+{
     as_buf b = {0};
     as_buf_printf(&b, "{\"type\":\"block-start\",\"index\":%d,\"blockType\":\"%s\"}", idx, type);
     push(d, &b);
@@ -94,7 +98,8 @@ static void block_start(ds *d, int idx, const char *type) {
 }
 
 // A <type>-delta chunk (type "text" or "reasoning") of block idx.
-static void delta(ds *d, const char *type, int idx, const char *text, size_t n) {
+static void delta(ds *d, const char *type, int idx, const char *text, size_t n)
+{
     as_buf b = {0};
     as_buf_printf(&b, "{\"type\":\"%s-delta\",\"index\":%d,\"text\":", type, idx);
     as_jstr_write(&b, text, n);
@@ -103,7 +108,8 @@ static void delta(ds *d, const char *type, int idx, const char *text, size_t n) 
     as_buf_free(&b);
 }
 
-static int64_t num(const as_json *j, int obj, const char *key, int *present) {
+static int64_t num(const as_json *j, int obj, const char *key, int *present)
+{
     int v = obj >= 0 ? as_json_get(j, obj, key) : -1;
     int64_t n = 0;
     if (v >= 0 && as_json_int(j, v, &n)) { if (present) *present = 1; return n; }
@@ -111,7 +117,8 @@ static int64_t num(const as_json *j, int obj, const char *key, int *present) {
     return 0;
 }
 
-static void translate_usage(ds *d, const as_json *j, int u) {
+static void translate_usage(ds *d, const as_json *j, int u)
+{
     int has_hit, has_cached, has_reas;
     int64_t prompt = num(j, u, "prompt_tokens", NULL), completion = num(j, u, "completion_tokens", NULL);
     int64_t hit = num(j, u, "prompt_cache_hit_tokens", &has_hit);
@@ -130,7 +137,8 @@ static void translate_usage(ds *d, const as_json *j, int u) {
 
 // A non-empty string delta tok of kind type ("reasoning" or "text"): a
 // <type>-delta chunk in *block (opened on first use), its text kept in acc.
-static void text_delta(ds *d, const as_json *j, int tok, int *block, const char *type, as_buf *acc) {
+static void text_delta(ds *d, const as_json *j, int tok, int *block, const char *type, as_buf *acc)
+{
     if (tok < 0 || j->t[tok].type != AS_JSTR || as_tok_len(j, tok) <= 2) return;
     as_buf t = {0};
     as_json_str(j, tok, &t);
@@ -141,7 +149,8 @@ static void text_delta(ds *d, const as_json *j, int tok, int *block, const char 
 }
 
 // One SSE data payload (a chat.completion.chunk).
-static void on_chunk(ds *d, const char *s, size_t n) {
+static void on_chunk(ds *d, const char *s, size_t n)
+{
     as_json j = {0};
     if (as_json_parse(&j, s, n) || j.t[0].type != AS_JOBJ) {
         fail(d, "MALFORMED_RESPONSE", "malformed chunk in the model stream: %s", j.err ? j.err : "not an object");
@@ -208,7 +217,8 @@ static void on_chunk(ds *d, const char *s, size_t n) {
 }
 
 // After [DONE]: every block's end in index order, the usage, the finish.
-static void on_done(ds *d) {
+static void on_done(ds *d)
+{
     as_buf b = {0};
     for (int i = 0; i < d->nblocks; i++) {
         as_buf_printf(&b, "{\"type\":\"block-end\",\"index\":%d,\"block\":", i);
@@ -250,7 +260,8 @@ static void on_done(ds *d) {
 }
 
 // One complete SSE line (without its LF).
-static void on_line(ds *d, const char *s, size_t n) {
+static void on_line(ds *d, const char *s, size_t n)
+{
     if (n && s[n - 1] == '\r') n--;
     if (n == 0) {                       // blank line: dispatch the event
         if (!d->data.n) return;
@@ -270,7 +281,8 @@ static void on_line(ds *d, const char *s, size_t n) {
     // other fields (event:, id:, retry:) are ignored
 }
 
-static size_t on_write(char *p, size_t sz, size_t nm, void *ctx) {
+static size_t on_write(char *p, size_t sz, size_t nm, void *ctx)
+{
     ds *d = ctx;
     size_t n = sz * nm;
     d->last_byte = now_ms();
@@ -286,7 +298,8 @@ static size_t on_write(char *p, size_t sz, size_t nm, void *ctx) {
     return d->failed ? 0 : n;
 }
 
-static int on_progress(void *ctx, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t e) {
+static int on_progress(void *ctx, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t e)
+{
     ds *d = ctx;
     pthread_mutex_lock(&ag.mu);
     int gone = d->s->abandon;
@@ -296,7 +309,8 @@ static int on_progress(void *ctx, curl_off_t a, curl_off_t b, curl_off_t c, curl
     return 0;
 }
 
-static const char *classify(long status, const char *msg) {
+static const char *classify(long status, const char *msg)
+{
     if (status == 401 || status == 403) return "AUTH";
     if (status == 402) return "QUOTA";
     if (status == 429) return strcasestr(msg, "balance") || strcasestr(msg, "quota") ? "QUOTA" : "RATE_LIMIT";
@@ -307,7 +321,8 @@ static const char *classify(long status, const char *msg) {
     return "INVALID_REQUEST";
 }
 
-static void http_error(ds *d) {
+static void http_error(ds *d)
+{
     as_buf m = {0};
     as_json j = {0};
     if (d->errbody.n && as_json_parse(&j, d->errbody.p, d->errbody.n) == 0 && j.t[0].type == AS_JOBJ) {
@@ -330,7 +345,8 @@ static void http_error(ds *d) {
     as_buf_free(&full);
 }
 
-static void *ds_thread(void *arg) {
+static void *ds_thread(void *arg)
+{
     ds *d = arg;
     d->last_byte = now_ms();
     CURLcode rc = cu.easy_perform(d->h);
@@ -356,7 +372,8 @@ static void *ds_thread(void *arg) {
     return NULL;
 }
 
-static void ds_close(stream *s) {
+static void ds_close(stream *s)
+{
     ds *d = s->impl;
     if (!d) return;
     cu.easy_cleanup(d->h);
@@ -369,7 +386,8 @@ static void ds_close(stream *s) {
     free(d);
 }
 
-stream *deepseek_start(const config *c, const model_req *r) {
+stream *deepseek_start(const config *c, const model_req *r)
+{
     stream *s = as_xmalloc(sizeof *s);
     memset(s, 0, sizeof *s);
     s->close = ds_close;

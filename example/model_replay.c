@@ -7,6 +7,7 @@
 #include <unistd.h>
 #include "acpsnap.h"
 #include "agent.h"
+#include "confine.h"
 #include "replay.h"
 
 static struct {
@@ -16,7 +17,8 @@ static struct {
     int failures;
 } rp;
 
-int replay_init(const config *c) {
+int replay_init(const config *c)
+{
     int log = as_is_session_log(c->replay_script);   // else a replay script
     if (log < 0) as_die_sys("open %s", c->replay_script);
     if (log)
@@ -29,7 +31,8 @@ int replay_init(const config *c) {
     return 0;
 }
 
-int replay_finish(void) {
+int replay_finish(void)
+{
     if (rp.next < rp.sc.n) {
         as_warn("replay: %zu of %zu entries not consumed", rp.sc.n - rp.next, rp.sc.n);
         rp.failures++;
@@ -38,23 +41,36 @@ int replay_finish(void) {
     return rp.failures;
 }
 
-static void replay_close(stream *s) {
+static void replay_close(stream *s)
+{
     pthread_mutex_lock(&ag.mu);
     if (s->impl) rp.in_flight = 0;
     pthread_mutex_unlock(&ag.mu);
 }
 
-static void write_ready_file(const char *cwd, const char *rel) {
-    as_buf p = {0};
-    if (rel[0] == '/') as_buf_puts(&p, rel);
-    else as_buf_printf(&p, "%s/%s", cwd, rel);
-    int fd = open(p.p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) as_warn("replay: unable to write readyFile %s: %s", p.p, strerror(errno));
-    else close(fd);
-    as_buf_free(&p);
+// Creates the hang's readyFile beneath the session cwd (new, no link
+// followed: acpsnap-replay(5)). 0, or -1 with the reason in msg.
+static int write_ready_file(const char *cwd, const char *rel, size_t call, char *msg, size_t cap)
+{
+    int fd = as_open_under(cwd, rel, O_WRONLY | O_CREAT | O_EXCL, 0644);
+    if (fd >= 0) { close(fd); return 0; }
+    snprintf(msg, cap, "replay: model call %zu: unable to create readyFile \"%s\" in the session cwd: %s",
+             call, rel, errno == EEXIST ? "it exists already" : as_beneath_strerror(errno));
+    return -1;
 }
 
-stream *replay_start(const model_req *r) {
+// A failed call: reported, counted (exit 3 at shutdown), the stream ended with msg.
+static void call_failed(stream *s, const char *msg)
+{
+    as_warn("%s", msg);
+    pthread_mutex_lock(&ag.mu);
+    rp.failures++;
+    pthread_mutex_unlock(&ag.mu);
+    stream_end(s, msg, "REPLAY");
+}
+
+stream *replay_start(const model_req *r)
+{
     stream *s = as_xmalloc(sizeof *s);
     memset(s, 0, sizeof *s);
     s->close = replay_close;
@@ -84,8 +100,9 @@ stream *replay_start(const model_req *r) {
         static const char p1[] = "{\"type\":\"text-delta\",\"index\":0,\"text\":\"partial\"}";
         stream_push(s, p0, sizeof p0 - 1);
         stream_push(s, p1, sizeof p1 - 1);
-        if (e->ready_file) write_ready_file(r->cwd, e->ready_file);
-        return s;     // never ends: the loop waits for a cancel
+        if (e->ready_file && write_ready_file(r->cwd, e->ready_file, call, msg, sizeof msg))
+            call_failed(s, msg);
+        return s;     // never ends (but on a failure): the loop waits for a cancel
     }
     as_buf hay = {0}, x = {0};
     int templated = memmem(e->json, e->len, "{{fromRequest:", 14) != NULL;
@@ -102,11 +119,7 @@ stream *replay_start(const model_req *r) {
             as_buf_reset(&x);
             if (as_replay_expand(c, n, &hay, &x, err, sizeof err)) {
                 snprintf(msg, sizeof msg, "replay: model call %zu: %s", call, err);
-                as_warn("%s", msg);
-                pthread_mutex_lock(&ag.mu);
-                rp.failures++;
-                pthread_mutex_unlock(&ag.mu);
-                stream_end(s, msg, "REPLAY");
+                call_failed(s, msg);
                 as_buf_free(&hay);
                 as_buf_free(&x);
                 return s;

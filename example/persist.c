@@ -29,13 +29,15 @@ struct persist {
 const char *persist_path(const persist *p) { return p->path; }
 int64_t persist_next_seq(const persist *p) { return p->seq; }
 
-static void emit(void *ctx, const char *line, size_t len, long srcline) {
+static void emit(void *ctx, const char *line, size_t len, long srcline)
+{
     persist *p = ctx;
     as_buf_put(&p->batch, line, len);
     as_buf_putc(&p->batch, '\n');
 }
 
-static void mkdirs(const char *path) {
+static void mkdirs(const char *path)
+{
     as_buf b = {0};
     as_buf_puts(&b, path);
     for (char *s = b.p + 1; ; s++) {
@@ -53,7 +55,8 @@ static void mkdirs(const char *path) {
     as_buf_free(&b);
 }
 
-static void write_all(persist *p, const char *s, size_t n) {
+static void write_all(persist *p, const char *s, size_t n)
+{
     while (n) {
         ssize_t w = write(p->fd, s, n);
         if (w < 0 && errno == EINTR) continue;
@@ -63,7 +66,8 @@ static void write_all(persist *p, const char *s, size_t n) {
 }
 
 // Writes bytes as one durable batch (one zstd frame) and fsyncs.
-static void write_batch(persist *p, const char *s, size_t n) {
+static void write_batch(persist *p, const char *s, size_t n)
+{
     ZSTD_CCtx *cc = NULL;
     void *frame = NULL;
     if (p->zstd) {
@@ -91,7 +95,8 @@ static void write_batch(persist *p, const char *s, size_t n) {
     ZSTD_freeCCtx(cc);
 }
 
-static persist *persist_new(const config *c, const char *id) {
+static persist *persist_new(const config *c, const char *id)
+{
     persist *p = as_xmalloc(sizeof *p);
     memset(p, 0, sizeof *p);
     as_buf path = {0};
@@ -103,7 +108,8 @@ static persist *persist_new(const config *c, const char *id) {
     return p;
 }
 
-persist *persist_create(const config *c, const char *id, const char *cwd) {
+persist *persist_create(const config *c, const char *id, const char *cwd)
+{
     persist *p = persist_new(c, id);
     p->zstd = !c->raw;
     as_buf path = {0};
@@ -124,7 +130,8 @@ persist *persist_create(const config *c, const char *id, const char *cwd) {
 }
 
 int64_t persist_event(persist *p, const char *type, const char *data, size_t dlen,
-                      const char *extra) {
+                      const char *extra)
+{
     as_buf *b = &p->ev;
     as_buf_reset(b);
     int64_t seq = p->seq++, t = now_ms();
@@ -144,13 +151,15 @@ int64_t persist_event(persist *p, const char *type, const char *data, size_t dle
     return seq;
 }
 
-void persist_flush(persist *p) {
+void persist_flush(persist *p)
+{
     if (!p->batch.n) return;
     write_batch(p, p->batch.p, p->batch.n);
     as_buf_reset(&p->batch);
 }
 
-void persist_close(persist *p) {
+void persist_close(persist *p)
+{
     if (!p) return;
     as_packer_finish(p->pk);
     persist_flush(p);
@@ -167,7 +176,8 @@ void persist_close(persist *p) {
 
 // Reads the whole file into b: 0, or -1 when it does not exist. Dies when
 // it cannot be read.
-static int read_log(const char *path, as_buf *b) {
+static int read_log(const char *path, as_buf *b)
+{
     if (as_read_raw(path, b) == 0) return 0;
     if (errno != ENOENT) as_die_sys("open %s", path);
     return -1;
@@ -175,7 +185,8 @@ static int read_log(const char *path, as_buf *b) {
 
 // Length of the longest prefix of complete, intact frames (zstd) or complete
 // lines (raw).
-static size_t intact_prefix(const as_buf *b, int zstd) {
+static size_t intact_prefix(const as_buf *b, int zstd)
+{
     if (!zstd) {
         size_t n = b->n;
         while (n > 0 && b->p[n - 1] != '\n') n--;
@@ -206,7 +217,8 @@ static size_t intact_prefix(const as_buf *b, int zstd) {
 }
 
 persist *persist_open(const config *c, const char *id, persist_ev_fn evfn, void *ctx,
-                      char **cwd_out) {
+                      char **cwd_out)
+{
     as_buf dir = {0}, path = {0}, data = {0};
     as_buf_printf(&dir, "%s/%s", c->sessions_root, id);
     int zstd = 1;

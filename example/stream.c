@@ -4,7 +4,8 @@
 #include "acpsnap.h"
 #include "agent.h"
 
-chunk *chunk_new(const char *json, size_t len) {
+chunk *chunk_new(const char *json, size_t len)
+{
     chunk *c = as_xmalloc(sizeof *c);
     as_buf b = {0};
     as_json_compact(json, len, &b);
@@ -14,13 +15,15 @@ chunk *chunk_new(const char *json, size_t len) {
     return c;
 }
 
-void chunk_free(chunk *c) {
+void chunk_free(chunk *c)
+{
     if (!c) return;
     free(c->json);
     free(c);
 }
 
-void stream_push(stream *s, const char *json, size_t len) {
+void stream_push(stream *s, const char *json, size_t len)
+{
     chunk *c = chunk_new(json, len);
     pthread_mutex_lock(&ag.mu);
     if (s->tail) s->tail->next = c; else s->head = c;
@@ -29,7 +32,8 @@ void stream_push(stream *s, const char *json, size_t len) {
     pthread_mutex_unlock(&ag.mu);
 }
 
-void stream_end(stream *s, const char *err_msg, const char *err_code) {
+void stream_end(stream *s, const char *err_msg, const char *err_code)
+{
     pthread_mutex_lock(&ag.mu);
     if (!s->done) {
         if (err_msg) {
@@ -42,7 +46,8 @@ void stream_end(stream *s, const char *err_msg, const char *err_code) {
     pthread_mutex_unlock(&ag.mu);
 }
 
-chunk *stream_next(stream *s, const _Atomic int *cancel) {
+chunk *stream_next(stream *s, const _Atomic int *cancel)
+{
     chunk *c = NULL;
     pthread_mutex_lock(&ag.mu);
     for (;;) {
@@ -62,7 +67,8 @@ chunk *stream_next(stream *s, const _Atomic int *cancel) {
     return c;
 }
 
-void stream_close(stream *s) {
+void stream_close(stream *s)
+{
     if (!s) return;
     pthread_mutex_lock(&ag.mu);
     s->abandon = 1;

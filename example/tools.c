@@ -1,6 +1,7 @@
 // tools.c - bash, read_file, write_file.
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -10,10 +11,11 @@
 #include <unistd.h>
 #include "acpsnap.h"
 #include "agent.h"
+#include "confine.h"
 
 #define P_BASH "{\"type\":\"object\",\"properties\":{\"command\":{\"type\":\"string\",\"description\":\"The bash command to run.\"},\"description\":{\"type\":\"string\",\"description\":\"What the command does, in a few words.\"}},\"required\":[\"command\"]}"
-#define P_READ "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\",\"description\":\"File to read, absolute or relative to the working directory.\"}},\"required\":[\"path\"]}"
-#define P_WRITE "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\",\"description\":\"File to write, absolute or relative to the working directory.\"},\"content\":{\"type\":\"string\",\"description\":\"The complete new content.\"}},\"required\":[\"path\",\"content\"]}"
+#define P_READ "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\",\"description\":\"File to read, relative to the working directory (an absolute path must lie beneath it).\"}},\"required\":[\"path\"]}"
+#define P_WRITE "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\",\"description\":\"File to write, relative to the working directory (an absolute path must lie beneath it).\"},\"content\":{\"type\":\"string\",\"description\":\"The complete new content.\"}},\"required\":[\"path\",\"content\"]}"
 #define D_BASH "Run a command with bash -c in a fresh shell in the working directory and return its combined stdout and stderr. Long output is cut and the full output saved to a file whose path is given."
 #define D_READ "Read a UTF-8 text file and return its content."
 #define D_WRITE "Create or overwrite a file with the given content."
@@ -33,7 +35,8 @@ int tool_known(const char *n) { return !strcmp(n, "bash") || !strcmp(n, "read_fi
 int tool_needs_permission(const char *n) { return !strcmp(n, "bash") || !strcmp(n, "write_file"); }
 
 // Appends s with invalid UTF-8 replaced by U+FFFD, so results are valid JSON text.
-static void put_utf8(as_buf *b, const char *s, size_t n) {
+static void put_utf8(as_buf *b, const char *s, size_t n)
+{
     const unsigned char *p = (const unsigned char *)s, *e = p + n;
     while (p < e) {
         unsigned c = *p;
@@ -54,16 +57,53 @@ static void put_utf8(as_buf *b, const char *s, size_t n) {
     }
 }
 
-static char *resolve(const char *cwd, const char *path) {
-    as_buf b = {0};
-    if (path[0] == '/') as_buf_puts(&b, path);
-    else as_buf_printf(&b, "%s/%s", cwd, path);
-    return b.p;
+static void result(tool_result *out, int is_error, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+// The part of absolute path p below directory dir ("dir/rest" -> "rest"), or NULL.
+static const char *below(const char *dir, const char *p)
+{
+    size_t n = strlen(dir);
+    while (n > 1 && dir[n - 1] == '/') n--;
+    return !strncmp(p, dir, n) && p[n] == '/' ? p + n + 1 : NULL;
+}
+
+// The model's path relative to the session cwd, for a confined open: a
+// relative path as it is; an absolute one only beneath the cwd (as given, or
+// resolved). NULL with *why when it is not beneath the cwd (confine.h's rule).
+static const char *beneath_cwd(const char *cwd, const char *path, const char **why)
+{
+    const char *rel = path;
+    if (path[0] == '/') {
+        char real[PATH_MAX];
+        rel = below(cwd, path);
+        if (!rel && realpath(cwd, real)) rel = below(real, path);
+        if (!rel) { *why = "an absolute path outside the working directory"; return NULL; }
+    }
+    return as_rel_check(rel, why) ? NULL : rel;
+}
+
+// Opens the model's path beneath cwd with flags (no link followed), a regular
+// file only. The fd, or -1 with the error result set (verb: "read", "write").
+static int open_tool_file(const char *cwd, const char *path, int flags, const char *verb, tool_result *out)
+{
+    const char *why;
+    const char *rel = beneath_cwd(cwd, path, &why);
+    if (!rel) {
+        result(out, 1, "error: unable to %s %s: %s; the file tools reach only files beneath the working directory",
+               verb, path, why);
+        return -1;
+    }
+    int fd = as_open_under(cwd, rel, flags | O_NONBLOCK | O_CLOEXEC, 0644);
+    struct stat st;
+    if (fd < 0) why = as_beneath_strerror(errno);
+    else if (fstat(fd, &st) || !S_ISREG(st.st_mode)) { close(fd); fd = -1; why = "not a regular file"; }
+    if (fd < 0) result(out, 1, "error: unable to %s %s: %s", verb, path, why);
+    return fd;
 }
 
 static void result(tool_result *out, int is_error, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void result(tool_result *out, int is_error, const char *fmt, ...) {
+{
     va_list ap;
     va_start(ap, fmt);
     char *s = NULL;
@@ -73,17 +113,16 @@ static void result(tool_result *out, int is_error, const char *fmt, ...) {
     out->is_error = is_error;
 }
 
-static void run_read(const char *cwd, const char *path, tool_result *out) {
-    char *full = resolve(cwd, path);
-    int fd = open(full, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) { result(out, 1, "error: unable to read %s: %s", path, strerror(errno)); free(full); return; }
+static void run_read(const char *cwd, const char *path, tool_result *out)
+{
+    int fd = open_tool_file(cwd, path, O_RDONLY, "read", out);
+    if (fd < 0) return;
     as_buf data = {0}, txt = {0};
     char tmp[65536];
     ssize_t r;
     while ((r = read(fd, tmp, sizeof tmp)) > 0 && data.n < (8u << 20)) as_buf_put(&data, tmp, (size_t)r);
     int err = r < 0 ? errno : 0;
     close(fd);
-    free(full);
     if (err) { result(out, 1, "error: unable to read %s: %s", path, strerror(err)); as_buf_free(&data); return; }
     put_utf8(&txt, data.p ? data.p : "", data.n);
     if (!txt.p) as_buf_puts(&txt, "");
@@ -92,26 +131,26 @@ static void run_read(const char *cwd, const char *path, tool_result *out) {
     as_buf_free(&data);
 }
 
-static void run_write(const char *cwd, const char *path, const char *content, tool_result *out) {
-    char *full = resolve(cwd, path);
-    int fd = open(full, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+static void run_write(const char *cwd, const char *path, const char *content, tool_result *out)
+{
+    int fd = open_tool_file(cwd, path, O_WRONLY | O_CREAT | O_TRUNC, "write", out);
+    if (fd < 0) return;
     size_t n = strlen(content);
-    if (fd < 0) { result(out, 1, "error: unable to write %s: %s", path, strerror(errno)); free(full); return; }
     const char *p = content;
     size_t left = n;
     while (left) {
         ssize_t w = write(fd, p, left);
         if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) { result(out, 1, "error: unable to write %s: %s", path, strerror(errno)); close(fd); free(full); return; }
+        if (w <= 0) { result(out, 1, "error: unable to write %s: %s", path, strerror(errno)); close(fd); return; }
         p += w; left -= (size_t)w;
     }
-    if (close(fd)) { result(out, 1, "error: unable to write %s: %s", path, strerror(errno)); free(full); return; }
-    free(full);
+    if (close(fd)) { result(out, 1, "error: unable to write %s: %s", path, strerror(errno)); return; }
     result(out, 0, "wrote %zu bytes to %s", n, path);
 }
 
 // Spills the full output to <spill_root>/session-<12 hex>/<12 hex>-bash.txt.
-static char *spill(const config *c, const char *session_id, const char *data, size_t n) {
+static char *spill(const config *c, const char *session_id, const char *data, size_t n)
+{
     char sid[13] = {0}, rnd[13];
     for (size_t i = 0, k = 0; session_id[i] && k < 12; i++)
         if (session_id[i] != '-') sid[k++] = session_id[i];
@@ -138,13 +177,27 @@ fail:
     return NULL;
 }
 
+// HOME=<sessions root>/<session id>/home (absolute, created 0700): bash never
+// sees the user's home directory.
+static int bash_home(const config *c, const char *session_id, as_buf *eh)
+{
+    char root[PATH_MAX];
+    as_buf_printf(eh, "HOME=%s/%s/home", realpath(c->sessions_root, root) ? root : c->sessions_root, session_id);
+    return mkdir(eh->p + 5, 0700) && errno != EEXIST ? -1 : 0;
+}
+
 static void run_bash(const config *c, const char *session_id, const char *cwd, const char *cmd,
-                     const _Atomic int *cancel, tool_result *out) {
+                     const _Atomic int *cancel, tool_result *out)
+{
     int pfd[2];
     if (pipe2(pfd, O_CLOEXEC)) { result(out, 1, "error: unable to create a pipe: %s", strerror(errno)); return; }
-    const char *home = getenv("HOME"), *tmp = getenv("TMPDIR");
+    const char *tmp = getenv("TMPDIR");
     as_buf eh = {0}, et = {0};
-    as_buf_printf(&eh, "HOME=%s", home && *home ? home : cwd);
+    if (bash_home(c, session_id, &eh)) {
+        result(out, 1, "error: unable to create the bash home %s: %s", eh.p + 5, strerror(errno));
+        close(pfd[0]); close(pfd[1]); as_buf_free(&eh);
+        return;
+    }
     as_buf_printf(&et, "TMPDIR=%s", tmp && *tmp ? tmp : "/tmp");
     char *envp[] = {"PATH=/usr/local/bin:/usr/bin:/bin", eh.p, et.p, "LANG=C.UTF-8", "TERM=dumb", NULL};
     char *argv[] = {"bash", "-c", (char *)cmd, NULL};
@@ -221,7 +274,8 @@ static void run_bash(const config *c, const char *session_id, const char *cwd, c
 }
 
 void tool_run(const config *c, const char *session_id, const char *cwd, const char *name,
-              const char *args, const _Atomic int *cancel, tool_result *out) {
+              const char *args, const _Atomic int *cancel, tool_result *out)
+{
     as_json j = {0};
     memset(out, 0, sizeof *out);
     if (as_json_parse(&j, args, strlen(args)) || j.t[0].type != AS_JOBJ) {

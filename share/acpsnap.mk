@@ -23,17 +23,29 @@ _acpsnap_j := $(patsubst -j%,%,$(filter -j%,$(MAKEFLAGS)))
 _acpsnap_j := $(if $(filter -j,$(MAKEFLAGS)),$(shell nproc 2>/dev/null || echo 2),$(_acpsnap_j))
 ACPSNAP_JOBS ?= $(or $(_acpsnap_j),1)
 
-_acpsnap = $(if $(ACPSNAP_BIN),$(ACPSNAP_BIN)/,)acpsnap-replay -d '$(ACPSNAP_SNAPSHOTS)' \
-           $(if $(ACPSNAP_PROFILE),-p '$(ACPSNAP_PROFILE)') -j $(ACPSNAP_JOBS)
+# User values reach the recipes through the environment, never pasted into
+# shell text: a SCENARIO given on the command line or in the environment is
+# taken unexpanded ($(value ...)), so neither make nor the shell interprets a
+# quote, $(...), ; or anything else in it.
+_acpsnap_raw = $(if $(filter command line environment%,$(origin $(1))),$(value $(1)),$($(1)))
+export ACPSNAP_MK_SCENARIO := $(call _acpsnap_raw,SCENARIO)
+# (make would export a command-line SCENARIO itself, expanding it to do so)
+unexport SCENARIO
+export ACPSNAP_MK_SNAPSHOTS = $(ACPSNAP_SNAPSHOTS)
+export ACPSNAP_MK_PROFILE = $(ACPSNAP_PROFILE)
+export ACPSNAP_MK_JOBS = $(ACPSNAP_JOBS)
+export ACPSNAP_MK_BIN = $(ACPSNAP_BIN)
+_acpsnap = "$${ACPSNAP_MK_BIN:+$$ACPSNAP_MK_BIN/}acpsnap-replay" -d "$$ACPSNAP_MK_SNAPSHOTS" \
+           $${ACPSNAP_MK_PROFILE:+-p "$$ACPSNAP_MK_PROFILE"} -j "$$ACPSNAP_MK_JOBS"
 
 .PHONY: acpsnap-replay acpsnap-record acpsnap-refresh acpsnap-update acpsnap-list
 acpsnap-replay:
-	@$(_acpsnap) --mode replay '$(SCENARIO)'
+	@$(_acpsnap) --mode replay -- "$$ACPSNAP_MK_SCENARIO"
 acpsnap-record:
-	@$(_acpsnap) --mode record '$(SCENARIO)'
+	@$(_acpsnap) --mode record -- "$$ACPSNAP_MK_SCENARIO"
 acpsnap-refresh:
-	@$(_acpsnap) --mode refresh '$(SCENARIO)'
+	@$(_acpsnap) --mode refresh -- "$$ACPSNAP_MK_SCENARIO"
 acpsnap-update:
-	@$(_acpsnap) --mode update '$(SCENARIO)'
+	@$(_acpsnap) --mode update -- "$$ACPSNAP_MK_SCENARIO"
 acpsnap-list:
-	@$(_acpsnap) --list '$(SCENARIO)'
+	@$(_acpsnap) --list -- "$$ACPSNAP_MK_SCENARIO"

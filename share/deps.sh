@@ -20,7 +20,7 @@ check() {
     note() { echo "deps: note: $*" >&2; }
     have() { command -v "$1" >/dev/null 2>&1; }
 
-    for c in "${CC%% *}" make bash jq zstd bats curl git clang; do
+    for c in "${CC%% *}" make bash jq zstd bats curl git clang flock; do
         have "$c" || miss "command: $c"
     done
     # header [cflags]: compiles #include <header>

@@ -70,6 +70,47 @@ echo: $BATS_TEST_TMPDIR/out/replay.jsonl"
     no_leftovers
 }
 
+@test "acp-drive: workspace/ links inside it are kept; outside ones, fifos and a linked configPath are trouble" {
+    input '{"steps":[{"op":"initialize"},{"op":"newSession"},{"op":"prompt","text":"cat: in.txt"}]}'
+    mkdir -p snap/s/workspace/sub
+    printf 'seeded\n' > snap/s/workspace/sub/seed.txt
+    ln -s sub/seed.txt snap/s/workspace/in.txt
+    run -0 acp-drive -p fake.profile -o out snap/s
+    run -0 jq -r 'select(.method) | .params.update.content.text' out/stdout.raw.jsonl
+    assert_output 'echo: seeded'
+    ln -s ../../../outside snap/s/workspace/sub/out
+    run -2 --separate-stderr acp-drive -p fake.profile -o out snap/s
+    assert_equal "$stderr" 'acp-drive: snap/s/workspace/sub/out: a symbolic link that leaves the workspace'
+    rm snap/s/workspace/sub/out
+    ln -s /etc/passwd snap/s/workspace/abs
+    run -2 --separate-stderr acp-drive -p fake.profile -o out snap/s/
+    assert_equal "$stderr" 'acp-drive: snap/s/workspace/abs: a symbolic link that leaves the workspace'
+    rm snap/s/workspace/abs
+    mkfifo snap/s/workspace/pipe
+    run -2 --separate-stderr acp-drive -p fake.profile -o out snap/s
+    assert_equal "$stderr" 'acp-drive: snap/s/workspace/pipe: not a file, directory or link (a fifo, socket or device)'
+    rm snap/s/workspace/pipe
+    no_leftovers
+    printf '%s\n' '{"name":"s","hasModelTurn":false,"recorded":false,"configPath":"agent.conf"}' > snap/scenarios.jsonl
+    printf 'x = 1\n' > elsewhere.conf
+    ln -s ../elsewhere.conf snap/agent.conf
+    run -2 --separate-stderr acp-drive -p fake.profile -o out snap/s
+    assert_equal "$stderr" "acp-drive: $BATS_TEST_TMPDIR/snap/scenarios.jsonl:1: configPath \"agent.conf\": a symbolic link on the way (links are not followed)"
+    no_leftovers
+}
+
+@test "acp-drive: a wait file is looked up beneath the cwd; a link there is not the file" {
+    mkdir -p snap/s/workspace
+    ln -s nowhere snap/s/workspace/ready
+    input '{"steps":[{"op":"initialize"},{"op":"newSession"},{"op":"waitForFile","path":"ready","timeoutMs":200}]}'
+    run -1 --separate-stderr acp-drive -p fake.profile -o out snap/s
+    assert_equal "${stderr%%$'\n'*}" 'acp-drive: snap/s/input.json:1: step 2 (waitForFile): workspace file "ready" did not appear within 200 ms'
+    input '{"steps":[{"op":"initialize"},{"op":"waitForFile","path":"../ready"}]}'
+    run -2 --separate-stderr acp-drive -p fake.profile -o out snap/s
+    assert_equal "$stderr" 'acp-drive: snap/s/input.json:1: steps[1] (waitForFile): the file to wait for, "../ready", must be a path beneath the cwd: a '"'.'"' or '"'..'"' component in a path'
+    no_leftovers
+}
+
 @test "acp-drive: permission requests are answered FIFO by option kind" {
     input '{"steps":[{"op":"initialize"},{"op":"newSession"},{"op":"prompt","text":"ask: a"},{"op":"prompt","text":"ask: b"},{"op":"prompt","text":"ask: c"}],"permissionAnswers":[{"kind":"reject_once"},{"kind":"allow_once"}]}'
     run -0 acp-drive -p fake.profile -o out snap/s
@@ -106,7 +147,9 @@ echo: $BATS_TEST_TMPDIR/out/replay.jsonl"
 @test "acp-drive: waits that time out name the step, the agent status and its stderr" {
     input '{"steps":[{"op":"initialize"},{"op":"newSession"},
   {"op":"waitForFile","path":"never-there","timeoutMs":100}]}'
-    run -1 --separate-stderr acp-drive -p fake.profile -o out snap/s
+    # FAKE_NOEXIT: the fake agent must not exit on stdin EOF before it is
+    # killed (under load it could, and the status would read "exit status 0")
+    FAKE_NOEXIT=1 run -1 --separate-stderr acp-drive -p fake.profile -o out snap/s
     assert_equal "$stderr" "acp-drive: snap/s/input.json:2: step 2 (waitForFile): workspace file \"never-there\" did not appear within 100 ms
 acp-drive: s: agent killed by signal 9 (Killed)
 acp-drive: agent stderr:
@@ -150,7 +193,11 @@ fake-agent: crashing on purpose"
     FAKE_EXIT=3 run -1 --separate-stderr acp-drive -p fake.profile -o out snap/s
     assert_equal "${stderr%%$'\n'*}" 'acp-drive: s: the agent failed at shutdown: exit status 3'
     FAKE_NOEXIT=1 run -1 --separate-stderr acp-drive -p fake.profile -o out --exit-timeout 200 snap/s
-    assert_equal "${stderr%%$'\n'*}" 'acp-drive: snap/s/input.json:1: step 0 (initialize): the agent did not exit within 200 ms of stdin closing (killed)'
+    assert_equal "${stderr%%$'\n'*}" 'acp-drive: s: at shutdown, after the last step: the agent did not exit within 200 ms of stdin closing (killed)'
+    # no step at all: the shutdown is still what failed
+    input '{"steps":[]}'
+    FAKE_NOEXIT=1 run -1 --separate-stderr acp-drive -p fake.profile -o out --exit-timeout 200 snap/s
+    assert_equal "${stderr%%$'\n'*}" 'acp-drive: s: at shutdown, after the last step: the agent did not exit within 200 ms of stdin closing (killed)'
     no_leftovers
 }
 

@@ -166,6 +166,61 @@ $NEWS"'
     assert_equal "$(log_norm)" "$(permission_log rejected 'error: permission denied by the user' true)"
 }
 
+# tool_calls ENTRY-FILE NAME ARGS-JSON...: one model call asking for the tools
+# (ids call_1, call_2, ...), then a text reply OK.
+tool_calls() {
+    local out=$1 i=0 calls='[]' name args
+    shift
+    while [ $# -gt 0 ]; do
+        name=$1 args=$2
+        shift 2
+        i=$((i + 1))
+        calls=$(jq -c --arg n "$name" --arg a "$args" --arg id "call_$i" --argjson k "$((i - 1))" \
+            '. + [{type:"block-start",index:$k,blockType:"tool-call"},{type:"tool-call-delta",index:$k,id:$id,name:$n,argumentsDelta:$a},
+                  {type:"block-end",index:$k,block:{type:"tool-call",id:$id,name:$n,arguments:$a}}]' <<<"$calls")
+    done
+    jq -cn --argjson c "$calls" '{kind:"chunks",chunks:($c + [{type:"finish",reason:{kind:"tool-calls"}}])}' > "$out"
+    jq -cn '{kind:"chunks",chunks:[{type:"block-start",index:0,blockType:"text"},{type:"text-delta",index:0,text:"OK"},
+        {type:"block-end",index:0,block:{type:"text",text:"OK"}},{type:"finish",reason:{kind:"stop"}}]}' >> "$out"
+}
+
+@test "agent: read_file and write_file stay beneath the cwd, follow no link; bash's HOME is in the session's directory" {
+    local V=$BATS_TEST_TMPDIR/victim
+    printf 'precious\n' > "$V"
+    mkdir -p "$BATS_TEST_TMPDIR/work"
+    ln -s "$V" "$BATS_TEST_TMPDIR/work/link.txt"
+    ln -s .. "$BATS_TEST_TMPDIR/work/up"
+    tool_calls "$BATS_TEST_TMPDIR/s.jsonl" \
+        write_file "{\"path\":\"$BATS_TEST_TMPDIR/work/inside.txt\",\"content\":\"in\"}" \
+        write_file '{"path":"../victim","content":"x"}' \
+        write_file '{"path":"link.txt","content":"x"}' \
+        write_file '{"path":"up/victim","content":"x"}' \
+        write_file "{\"path\":\"$V\",\"content\":\"x\"}" \
+        read_file '{"path":"link.txt"}' \
+        read_file '{"path":"/etc/hostname"}' \
+        read_file '{"path":"."}' \
+        bash '{"command":"echo \"$HOME\"; test -d \"$HOME\" && stat -c %a \"$HOME\""}'
+    agent_start ACPSNAP_REPLAY_SCRIPT="$BATS_TEST_TMPDIR/s.jsonl"
+    new_session
+    prompt 2 "Try."
+    wait_lines 22
+    agent_stop
+    assert_equal "$AGENT_RC" 0
+    run -0 jq -r 'select(.params.update.sessionUpdate == "tool_call_update") | .params.update | "\(.toolCallId) \(.status) \(.content[0].content.text)"' "$AG_DIR/out.jsonl"
+    assert_equal "$output" "call_1 completed wrote 2 bytes to $BATS_TEST_TMPDIR/work/inside.txt
+call_2 failed error: unable to write ../victim: a '.' or '..' component in a path; the file tools reach only files beneath the working directory
+call_3 failed error: unable to write link.txt: a symbolic link on the way (links are not followed)
+call_4 failed error: unable to write up/victim: a symbolic link on the way (links are not followed)
+call_5 failed error: unable to write $V: an absolute path outside the working directory; the file tools reach only files beneath the working directory
+call_6 failed error: unable to read link.txt: a symbolic link on the way (links are not followed)
+call_7 failed error: unable to read /etc/hostname: an absolute path outside the working directory; the file tools reach only files beneath the working directory
+call_8 failed error: unable to read .: a '.' or '..' component in a path; the file tools reach only files beneath the working directory
+call_9 completed $(cd "$AG_DIR/sessions" && pwd -P)/$SID/home
+700"
+    assert_equal "$(cat "$V")" precious
+    assert_equal "$(cat "$BATS_TEST_TMPDIR/work/inside.txt")" in
+}
+
 @test "agent: cancel during a hang commits the partial text and answers cancelled" {
     agent_start ACPSNAP_REPLAY_SCRIPT="$DATA/hang.jsonl"
     new_session

@@ -326,7 +326,71 @@ guard_says() {
     guard_says 'fixture-guard: s/scenarios.jsonl:4: missing required field "hasModelTurn"'
 }
 
+# ---------------------------------------------------------------- names and paths (TRUST MODEL)
+
+@test "a scenario name that breaks the name rule: a slash, a newline, a leading dot or dash" {
+    table_set no-model '.name="../../tmp/victim"'
+    table_set authored-error '.name="a\nb"'
+    guard_says 'fixture-guard: s/scenarios.jsonl:4: scenario name "../../tmp/victim" breaks the name rule: a '"'/'"' in the name; see acpsnap-scenarios(5)' \
+        'fixture-guard: s/scenarios.jsonl:6: scenario name "a\nb" breaks the name rule: a control character in the name; see acpsnap-scenarios(5)' \
+        'fixture-guard: s/authored-error: orphaned scenario directory: no row of scenarios.jsonl names it; register it or delete it' \
+        'fixture-guard: s/no-model: orphaned scenario directory: no row of scenarios.jsonl names it; register it or delete it'
+    table_set pin-turn '.name="-rf"'
+    run -1 fixture-guard --table s
+    assert_line --index 0 'fixture-guard: s/scenarios.jsonl:1: scenario name "-rf" breaks the name rule: a name starting with '"'.'"' or '"'-'"'; see acpsnap-scenarios(5)'
+}
+
+@test "a NUL in a name or an env string, which C and the shell would cut" {
+    table_set no-model '.name="no-model\u0000/../../victim"'
+    table_set authored-error '.env={"A":"x\u0000y"}'
+    run -1 --separate-stderr fixture-guard --table s
+    assert_equal "$stderr" 'fixture-guard: s/scenarios.jsonl:4: field "name" must be a non-empty string (no NUL character)
+fixture-guard: s/scenarios.jsonl:6: field "env" must be an object of string values (no NUL character)'
+}
+
+@test "configPath, workspaceParent, sources and env obey the path rules" {
+    table_set no-model '.configPath="../../etc/passwd" | .workspaceParent="/etc" | .env={"LD_PRELOAD":"./x.so","ACPSNAP_SESSIONS_ROOT":"/tmp","OK_VAR":"1","1BAD":"x"}'
+    table_set authored-error '.workspaceParent="$TMPDIR/../x"'
+    run -1 --separate-stderr fixture-guard --table s
+    assert_equal "$stderr" 'fixture-guard: s/scenarios.jsonl:4: field "configPath" "../../etc/passwd" must name a file of the snapshots directory (a plain name): a '"'/'"' in the name
+fixture-guard: s/scenarios.jsonl:4: field "workspaceParent" "/etc" must be "$TMPDIR" or "$HOME", optionally followed by /<relative path>: it is not "$TMPDIR" or "$HOME"
+fixture-guard: s/scenarios.jsonl:4: field "env" sets "LD_PRELOAD", which a scenario may not set (the loader'"'"'s, the shell'"'"'s and the harness'"'"'s own variables are reserved)
+fixture-guard: s/scenarios.jsonl:4: field "env" sets "ACPSNAP_SESSIONS_ROOT", which a scenario may not set (the loader'"'"'s, the shell'"'"'s and the harness'"'"'s own variables are reserved)
+fixture-guard: s/scenarios.jsonl:4: field "env" sets "1BAD", which is not a variable name ([A-Za-z_][A-Za-z0-9_]*)
+fixture-guard: s/scenarios.jsonl:6: field "workspaceParent" "$TMPDIR/../x" must be "$TMPDIR" or "$HOME", optionally followed by /<relative path>: a '"'.'"' or '"'..'"' component in a path'
+    table_set no-model 'del(.configPath, .workspaceParent, .env) | .workspaceParent="$HOME/sub/dir"'
+    table_set authored-error '.workspaceParent="$TMPDIR"'
+    run -0 fixture-guard --table s
+}
+
+@test "a scenario directory or file that is a symbolic link" {
+    mv s/no-model elsewhere
+    ln -s ../elsewhere s/no-model
+    ln -s ../no-model/input.json s/plain-turn/.stdout.expected.jsonl.acpsnap-new
+    run -1 --separate-stderr fixture-guard --table s
+    assert_equal "$stderr" 'fixture-guard: s/plain-turn/.stdout.expected.jsonl.acpsnap-new: a symbolic link; a scenario'"'"'s files are regular files (links are not followed)
+fixture-guard: s/no-model: a symbolic link; a scenario directory is a directory of the snapshots tree (links are not followed)'
+    run -1 fixture-guard s
+    assert_line 'fixture-guard: s/no-model: a symbolic link; a scenario directory is a directory of the snapshots tree (links are not followed)'
+    assert_line 'fixture-guard: s/plain-turn/.stdout.expected.jsonl.acpsnap-new: a symbolic link; a scenario'"'"'s files are regular files (links are not followed)'
+}
+
+@test "--table checks the table alone: fixture problems are not its business" {
+    rm s/no-model/stdout.expected.jsonl
+    run -0 --separate-stderr fixture-guard --table s
+    assert_equal "$stderr" ''
+    table_set no-model '.colour="red"'
+    run -1 --separate-stderr fixture-guard --table s
+    assert_equal "$stderr" 'fixture-guard: s/scenarios.jsonl:4: unknown field "colour"; see acpsnap-scenarios(5) for the fields'
+}
+
 # ---------------------------------------------------------------- input.json
+
+@test "a file to wait for outside the cwd" {
+    echo '{"steps":[{"op":"initialize"},{"op":"waitForFile","path":"../x"},{"op":"cancel","waitForFile":{"path":"/tmp/x"}}]}' > s/no-model/input.json
+    guard_says 'fixture-guard: s/no-model/input.json:1: steps[1] (waitForFile): the file to wait for, "../x", must be a path beneath the cwd: a '"'.'"' or '"'..'"' component in a path' \
+        'fixture-guard: s/no-model/input.json:1: steps[2] (cancel): the file to wait for, "/tmp/x", must be a path beneath the cwd: an absolute path'
+}
 
 @test "an unknown input op" {
     echo '{"steps":[{"op":"initialize"},{"op":"dance"}]}' > s/no-model/input.json
@@ -398,14 +462,14 @@ guard_says() {
 
 @test "trouble: usage" {
     run -2 --separate-stderr fixture-guard
-    assert_equal "$stderr" 'usage: fixture-guard [--list] DIR...'
+    assert_equal "$stderr" 'usage: fixture-guard [--list | --table] DIR...'
     run -2 --separate-stderr fixture-guard --list --discover s
-    assert_equal "$stderr" 'usage: fixture-guard [--list] DIR...'
+    assert_equal "$stderr" 'usage: fixture-guard [--list | --table] DIR...'
 }
 
 @test "--help and --version" {
     run -0 fixture-guard --help
-    assert_line --index 0 'usage: fixture-guard [--list] DIR...'
+    assert_line --index 0 'usage: fixture-guard [--list | --table] DIR...'
     run -0 fixture-guard --version
     assert_output --regexp '^fixture-guard \(acpsnap\) [0-9.]+$'
 }

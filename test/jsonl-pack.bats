@@ -204,7 +204,7 @@ bad() {
     assert_stderr_regex '^jsonl-pack: t\.zst: truncated zstd frame at byte offset [1-9][0-9]*$'
     printf 'ab\0cd\n' > bin.dat
     run -2 --separate-stderr jsonl-pack bin.dat
-    assert_equal "$stderr" "jsonl-pack: bin.dat: not a text or zstd file (NUL byte at offset 2)"
+    assert_equal "$stderr" "jsonl-pack: bin.dat:1:3: not a text or zstd file (NUL byte at offset 2)"
     : > empty.jsonl
     run -2 --separate-stderr jsonl-pack empty.jsonl
     assert_equal "$stderr" "jsonl-pack: empty.jsonl: empty file: a session log starts with a header line"
@@ -223,4 +223,79 @@ bad() {
     printf '%s\r\n{"type":"a","seq":0,"time":0}' "$HDR" > c.jsonl
     run -0 jsonl-pack c.jsonl
     assert_line --index 1 '{"type":"a","seq":0,"time":0}'
+}
+
+# ---------------------------------------------------------------- the reader and the writer
+
+@test "a NUL byte names file:line:col, in plain text and in decompressed text" {
+    mklog n.jsonl '{"type":"a","seq":0,"time":0}'
+    printf '{"type":"b\0"}\n' >> n.jsonl
+    run -2 --separate-stderr jsonl-pack n.jsonl
+    assert_equal "$stderr" "jsonl-pack: n.jsonl:3:11: not a text or zstd file (NUL byte at offset 114)"
+    assert_equal "$output" ''
+    zstd -q n.jsonl -o n.zst
+    run -2 --separate-stderr jsonl-pack n.zst
+    assert_equal "$stderr" "jsonl-pack: n.zst:3:11: NUL byte in the decompressed text"
+}
+
+@test "a CR anywhere but right before the LF is trouble; CRLF and a final CR are line ends" {
+    printf '%s\r\r\n{"type":"a"}\n' "$HDR" > cr.jsonl
+    run -2 --separate-stderr jsonl-pack cr.jsonl
+    assert_equal "$stderr" "jsonl-pack: cr.jsonl:1:74: carriage return inside a line (only a CRLF line end is accepted)"
+    assert_equal "$output" ''
+    printf '%s\n{"type":\r"a"}\n' "$HDR" > cr2.jsonl
+    run -2 --separate-stderr jsonl-pack cr2.jsonl
+    assert_equal "$stderr" "jsonl-pack: cr2.jsonl:2:9: carriage return inside a line (only a CRLF line end is accepted)"
+    printf '%s\r\n{"type":"a"}\r' "$HDR" > ok.jsonl
+    jsonl-pack ok.jsonl > out
+    run -0 od -c out
+    refute_output --partial '\r'
+}
+
+@test "a zstd stream starting with a skippable frame is zstd; skippable frames are skipped" {
+    mklog a.jsonl '{"type":"a"}' '{"type":"b"}'
+    zstd -q -c a.jsonl > a.zst
+    skip() { printf '\x5a\x2a\x4d\x18\x03\x00\x00\x00abc'; }
+    { skip; cat a.zst; skip; } > s.zst
+    run -0 jsonl-pack s.zst
+    assert_output "$(cat a.jsonl)"
+    skip | head -c 9 > cut.zst
+    run -2 --separate-stderr jsonl-pack cut.zst
+    assert_equal "$stderr" "jsonl-pack: cut.zst: truncated zstd frame at byte offset 0"
+}
+
+@test "on trouble -z writes nothing for a small output: no header frame" {
+    printf '%s\nbad\n' "$HDR" > b.jsonl
+    jsonl-pack -z b.jsonl > out.zst && false || [ $? -eq 2 ]
+    [ ! -s out.zst ]
+    : > e.jsonl
+    jsonl-pack -z e.jsonl > out.zst && false || [ $? -eq 2 ]
+    [ ! -s out.zst ]
+}
+
+@test "on trouble after a large output: whole lines only, and with -z only complete frames" {
+    {
+        printf '%s\n' "$HDR"
+        for i in $(seq 0 299); do
+            printf '{"type":"x","seq":%d,"time":0,"data":"%s"}\n' "$i" "$(head -c 700 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+        done
+        printf 'bad\n'
+    } > big.jsonl
+    jsonl-pack big.jsonl > out && false || [ $? -eq 2 ]
+    [ -s out ]
+    [ "$(tail -c 1 out | od -An -c | tr -d ' ')" = '\n' ]
+    jsonl-pack -z big.jsonl > out.zst && false || [ $? -eq 2 ]
+    [ -s out.zst ]
+    zstd -q -t out.zst
+    zstd -q -dc out.zst > dec
+    [ "$(tail -c 1 dec | od -An -c | tr -d ' ')" = '\n' ]
+    cmp dec <(head -n "$(wc -l < dec)" big.jsonl)
+}
+
+@test "a line longer than 128 KiB before the trouble keeps its LF" {
+    long=$(head -c 140000 /dev/zero | tr '\0' x)
+    { printf '%s\n' "$HDR"; printf '{"type":"x","seq":0,"time":0,"data":"%s"}\n' "$long"; printf 'bad\n'; } > long.jsonl
+    jsonl-pack long.jsonl > out && false || [ $? -eq 2 ]
+    [ "$(wc -l < out)" -eq 2 ]
+    [ "$(tail -c 1 out | od -An -c | tr -d ' ')" = '\n' ]
 }

@@ -57,3 +57,16 @@ setup() { cd "$BATS_TEST_TMPDIR"; }
     assert_equal "$stderr" "jsonl-project: a.jsonl:3:1: invalid JSON: expected a value"
     assert_equal "$output" ""
 }
+
+@test "the reader's errors: NUL byte and stray CR with file:line:col, an empty file" {
+    printf '%s\n{"type":"a"}\0\n' "$HDR" > n.jsonl
+    run -2 --separate-stderr jsonl-project n.jsonl
+    assert_equal "$stderr" "jsonl-project: n.jsonl:2:13: not a text or zstd file (NUL byte at offset 86)"
+    printf '%s\n{"type":"a"}\r \n' "$HDR" > c.jsonl
+    run -2 --separate-stderr jsonl-project c.jsonl
+    assert_equal "$stderr" "jsonl-project: c.jsonl:2:13: carriage return inside a line (only a CRLF line end is accepted)"
+    : > e.jsonl
+    run -2 --separate-stderr jsonl-project -z e.jsonl
+    assert_equal "$stderr" "jsonl-project: e.jsonl: empty file: a session log starts with a header line"
+    assert_equal "$output" ''
+}

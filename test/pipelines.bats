@@ -172,6 +172,79 @@ acpsnap-replay: fixture-guard failed; nothing was run"
     wait "$pid" || true
     sleep 0.2
     assert_equal "$(tree_sum | grep -v provider.jsonl)" "$(grep -v provider.jsonl <<<"$before")"
-    [ -z "$(find snap -name '*.acpsnap-new')" ]
+    [ -z "$(find snap -name '*.acpsnap-*')" ]
     [ -z "$(ls -A "$TMPDIR")" ] || { ls -la "$TMPDIR"; return 1; }
+}
+
+@test "pipelines: a write replaces the scenario directory whole; the files it keeps stay the same files" {
+    record_all
+    sed -i 's/Reply with PONG./Reply with PONG, please./' snap/text-turn/input.json
+    local keep; keep=$(stat -c '%i %n' snap/text-turn/input.json snap/text-turn/provider.jsonl snap/text-turn/stdout.expected.jsonl)
+    local dir_ino; dir_ino=$(stat -c %i snap/text-turn)
+    local old_log; old_log=$(sha256sum < snap/text-turn/session.jsonl)
+    # the test hook: staged, not yet swapped
+    ACPSNAP_TEST_PAUSE_BEFORE_SWAP=$BATS_TEST_TMPDIR/pause acpsnap-refresh -d snap text-turn > refresh.out 2>&1 &
+    local pid=$! i
+    for i in $(seq 1000); do [ -e pause ] && break; sleep 0.02; done
+    [ -e pause ] || { cat refresh.out; fail "the refresh never paused"; }
+    local stage; stage=$(echo snap/.text-turn.acpsnap-new.*)
+    [ -d "$stage" ] || fail "no staging directory: $stage"
+    grep -q 'PONG, please' "$stage/session.jsonl"
+    assert_equal "$(sha256sum < snap/text-turn/session.jsonl)" "$old_log"
+    assert_equal "$(stat -c %i "$stage/input.json")" "$(stat -c %i snap/text-turn/input.json)"
+    run -1 fixture-guard snap
+    assert_line "fixture-guard: $stage: a staging directory left by an interrupted record/refresh; remove it"
+    rm pause
+    wait "$pid"
+    run cat refresh.out
+    assert_line --regexp '^refreshed +text-turn .*\(wrote session.jsonl\)$'
+    grep -q 'PONG, please' snap/text-turn/session.jsonl
+    assert_equal "$(stat -c '%i %n' snap/text-turn/input.json snap/text-turn/provider.jsonl snap/text-turn/stdout.expected.jsonl)" "$keep"
+    [ "$(stat -c %i snap/text-turn)" != "$dir_ino" ]
+    [ -z "$(find snap -name '*.acpsnap-*')" ]
+    run -0 fixture-guard snap
+}
+
+@test "pipelines: staging entries an interrupted write left: fixture-guard reports them, replay refuses, the next write run clears them" {
+    record_all
+    local before; before=$(tree_sum)
+    mkdir snap/.tool-turn.acpsnap-new.4242
+    printf '{}\n' > snap/.tool-turn.acpsnap-new.4242/stdout.expected.jsonl
+    printf '{}\n' > snap/handshake/.stdout.expected.jsonl.acpsnap-new    # as earlier versions left them
+    run -1 fixture-guard snap
+    assert_output "fixture-guard: snap/.tool-turn.acpsnap-new.4242: a staging directory left by an interrupted record/refresh; remove it
+fixture-guard: snap/handshake/.stdout.expected.jsonl.acpsnap-new: a staging file left by an interrupted record/refresh; remove it"
+    run -1 --separate-stderr acpsnap-replay -d snap
+    assert_equal "$output" ''
+    assert_equal "${stderr##*$'\n'}" 'acpsnap-replay: fixture-guard failed; nothing was run'
+    run -0 --separate-stderr acpsnap-update -d snap handshake
+    assert_equal "$stderr" "acpsnap-replay: $BATS_TEST_TMPDIR/snap/.tool-turn.acpsnap-new.4242: removed a staging entry left by an interrupted record/refresh
+acpsnap-replay: $BATS_TEST_TMPDIR/snap/handshake/.stdout.expected.jsonl.acpsnap-new: removed a staging entry left by an interrupted record/refresh"
+    assert_equal "$(tree_sum)" "$before"
+    run -0 fixture-guard snap
+}
+
+@test "pipelines: a scenario left missing between the exchange fallback's renames is restored by the next write run" {
+    record_all
+    local before; before=$(tree_sum)
+    # killed between renames 1 and 2: the old directory aside, the new one staged
+    mv snap/text-turn snap/.text-turn.acpsnap-old.4242
+    cp -a snap/.text-turn.acpsnap-old.4242 snap/.text-turn.acpsnap-new.4241
+    printf '{}\n' > snap/.text-turn.acpsnap-new.4241/stdout.expected.jsonl
+    run -1 fixture-guard snap
+    assert_line "fixture-guard: snap/.text-turn.acpsnap-new.4241: a staging directory left by an interrupted record/refresh; remove it"
+    assert_line "fixture-guard: snap/.text-turn.acpsnap-old.4242: the whole previous text-turn, left by an interrupted record/refresh between two renames; rename it to snap/text-turn (the next record, refresh or update does)"
+    assert_line --regexp '^fixture-guard: snap/text-turn: missing scenario directory for table row 2; '
+    run -0 --separate-stderr acpsnap-refresh -d snap handshake
+    assert_equal "$stderr" "acpsnap-replay: $BATS_TEST_TMPDIR/snap/text-turn: restored from $BATS_TEST_TMPDIR/snap/.text-turn.acpsnap-old.4242, left by an interrupted record/refresh
+acpsnap-replay: $BATS_TEST_TMPDIR/snap/.text-turn.acpsnap-new.4241: removed a staging entry left by an interrupted record/refresh"
+    assert_equal "$(tree_sum)" "$before"
+    # killed between renames 2 and 3: the new directory in place, the old one aside
+    cp -a snap/text-turn snap/.text-turn.acpsnap-old.4243
+    run -1 fixture-guard snap
+    assert_output "fixture-guard: snap/.text-turn.acpsnap-old.4243: a staging directory left by an interrupted record/refresh; remove it"
+    ACPSNAP_PROVIDER=replay-serve run -0 acpsnap-record -d snap handshake
+    assert_line "acpsnap-replay: $BATS_TEST_TMPDIR/snap/.text-turn.acpsnap-old.4243: removed a staging entry left by an interrupted record/refresh"
+    assert_equal "$(tree_sum)" "$before"
+    run -0 fixture-guard snap
 }

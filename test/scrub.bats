@@ -97,6 +97,15 @@ usage: scrub (--stdout | --session | --fixture) [options] [file...]"
     assert_output '{"jsonrpc":"2.0","method":"session/update","params":{"text":"{{cwd}}/c and {{cwd}}"}}'
 }
 
+@test "--cwd and --cwd-alias with trailing separators match like the bare directory" {
+    frame '"/tmp/w/x /r/w /tmp/w"' > in
+    run -0 scrub --stdout --cwd /tmp/w/ --cwd-alias /r/w// in
+    assert_output '{"jsonrpc":"2.0","method":"session/update","params":{"text":"{{cwd}}/x {{cwd}} {{cwd}}"}}'
+    frame '"C:\\w\\x"' > win
+    run -0 scrub --stdout --cwd 'C:\w\' win
+    assert_output '{"jsonrpc":"2.0","method":"session/update","params":{"text":"{{cwd}}/x"}}'
+}
+
 # ---------------------------------------------------------------- ids
 
 @test "UUIDs in keys stay, UUIDs in values become {{sessionId}}; given session ids too" {
@@ -117,8 +126,8 @@ usage: scrub (--stdout | --session | --fixture) [options] [file...]"
 {"method":"n","params":{"id":9}}'
 }
 
-@test "the id map starts over for each input file; blank lines are skipped" {
-    printf '{"id":4}\n\n{"id":8}\n' > a
+@test "the id map starts over for each input file" {
+    printf '{"id":4}\n{"id":8}\n' > a
     printf '{"id":8}\n' > b
     run -0 scrub --stdout a b
     assert_output '{"id":1}
@@ -158,6 +167,59 @@ usage: scrub (--stdout | --session | --fixture) [options] [file...]"
     run -2 --separate-stderr scrub --stdout cut.zst
     assert_output --partial ''
     [[ "$stderr" == "scrub: cut.zst"* ]]
+}
+
+@test "--stdout: an empty or blank line is trouble; an empty input is an empty transcript" {
+    printf '{"id":4}\n\n{"id":8}\n' > a
+    run -2 --separate-stderr scrub --stdout a
+    assert_equal "$stderr" 'scrub: a:2: empty line'
+    assert_equal "$output" ''
+    printf '{"id":4}\n \t\n' > b
+    run -2 --separate-stderr scrub --stdout b
+    assert_equal "$stderr" 'scrub: b:2:3: invalid JSON: unexpected end of input'
+    printf '\n' > c
+    run -2 --separate-stderr scrub --stdout c
+    assert_equal "$stderr" 'scrub: c:1: empty line'
+    run -0 --separate-stderr scrub --stdout /dev/null
+    assert_equal "$output$stderr" ''
+}
+
+@test "a NUL byte is trouble naming file:line:col; a CR inside a line is trouble, CRLF is a line end" {
+    printf '{"a":1}\n{"a":"\0"}\n' > nul
+    run -2 --separate-stderr scrub --stdout nul
+    assert_equal "$stderr" 'scrub: nul:2:7: not a text or zstd file (NUL byte at offset 14)'
+    # problems come in line order, whatever the sizes of the reads
+    printf '{"a":1}\n{"a":"x\r"}\n{"b":"\0"}\n' > mix
+    for bs in 1 5 4096; do
+        run -2 --separate-stderr bash -c "dd if=mix bs=$bs status=none | scrub --stdout"
+        assert_equal "$stderr" 'scrub: <stdin>:2:8: carriage return inside a line (only a CRLF line end is accepted)'
+    done
+    printf '{"id":1}\r\r\n' > cr
+    run -2 --separate-stderr scrub --stdout cr
+    assert_equal "$stderr" 'scrub: cr:1:9: carriage return inside a line (only a CRLF line end is accepted)'
+    assert_equal "$output" ''
+    printf '{"id":1}\r\n{"id":2}\r' > crlf
+    scrub --stdout crlf > out
+    run -0 cat out
+    assert_output '{"id":1}
+{"id":2}'
+    ! grep -q $'\r' out
+}
+
+@test "a zstd stream that starts with a skippable frame is read as zstd" {
+    frame '"/tmp/w"' | zstd -q > f.zst
+    { printf '\x50\x2a\x4d\x18\x02\x00\x00\x00hi'; cat f.zst; } > s.zst
+    run -0 scrub --stdout --cwd /tmp/w s.zst
+    assert_output '{"jsonrpc":"2.0","method":"session/update","params":{"text":"{{cwd}}"}}'
+}
+
+@test "trouble after a line over 128 KiB: the output stops at a line boundary" {
+    printf '{"t":"%s"}\nnot json\n' "$(head -c 140000 /dev/zero | tr '\0' x)" > in
+    scrub --stdout in > out 2> err && false || [ $? -eq 2 ]
+    assert_equal "$(cat err)" 'scrub: in:2:1: invalid JSON: expected a value'
+    [ "$(wc -l < out)" -eq 1 ]
+    [ "$(tail -c 1 out | od -An -c | tr -d ' ')" = '\n' ]
+    cmp out <(head -n 1 in)
 }
 
 # ---------------------------------------------------------------- context
@@ -204,9 +266,42 @@ usage: scrub (--stdout | --session | --fixture) [options] [file...]"
 
 @test "a jq runtime error is trouble naming the record" {
     printf '{"a":1}\n{"a":"x"}\n' > in
-    printf '.a + 1\n' > r.jq
+    printf '.a += 1\n' > r.jq
     run -2 --separate-stderr scrub --stdout -f r.jq in
     assert_equal "$stderr" 'scrub: in:2: r.jq: string ("x") and number (1) cannot be added'
+    assert_equal "$output" ''
+}
+
+@test "-f: a program must give exactly one object per record (exit 2, no partial output)" {
+    printf '{"id":1}\n{"id":2}\n' > in
+    printf 'if .id == 2 then empty else . end\n' > none.jq
+    run -2 --separate-stderr scrub --stdout -f none.jq in
+    assert_equal "$stderr" 'scrub: in:2: none.jq: the program gave no value for this record; a rule must give exactly one'
+    assert_equal "$output" ''
+    printf '., .\n' > two.jq
+    run -2 --separate-stderr scrub --stdout -f two.jq in
+    assert_equal "$stderr" 'scrub: in:1: two.jq: the program gave more than one value for this record; a rule must give exactly one'
+    printf '.id\n' > num.jq
+    run -2 --separate-stderr scrub --stdout -f num.jq in
+    assert_equal "$stderr" 'scrub: in:1: num.jq: the program'"'"'s value for this record is not a JSON object'
+}
+
+@test "-f: debug and stderr print on stderr, prefixed with the record and the rule file" {
+    printf '{"id":1}\n' > in
+    printf '.a = (1 | debug) | .b = ("x\\u001b" | stderr)\n' > d.jq
+    run -0 --separate-stderr scrub --stdout -f d.jq in
+    assert_output '{"id":1,"a":1,"b":"x\u001b"}'
+    assert_equal "$stderr" 'scrub: in:1: d.jq: debug: 1
+scrub: in:1: d.jq: stderr: "x\u001b"'
+}
+
+@test "-f: module directives are refused, naming the rule file's line" {
+    printf '{"id":1}\n' > in
+    printf '# helpers\n\nimport "lib" as lib; .\n' > imp.jq
+    printf 'def x: 1;\n' > lib.jq
+    run -2 --separate-stderr scrub --stdout -f imp.jq in
+    assert_equal "$stderr" 'scrub: imp.jq:3: import: module directives (module, import, include) are not supported: a rule file is one self-contained jq program'
+    assert_equal "$output" ''
 }
 
 # ---------------------------------------------------------------- session logs
@@ -243,10 +338,45 @@ usage: scrub (--stdout | --session | --fixture) [options] [file...]"
 @test "--session: a log whose first record is not a session header is trouble" {
     printf '%s\n' '{"type":"turn/start","data":{"turn":1}}' > log
     run -2 --separate-stderr scrub --session log
-    assert_equal "$stderr" 'scrub: log:1: not a session log: the first record is not a session header'
+    assert_equal "$stderr" 'scrub: log:1: not a session log: line 1 is not a header ({"type":"session",…})'
     printf '%s\n' '{"type":"session"}' '"str"' > log
     run -2 --separate-stderr scrub --session log
-    assert_equal "$stderr" 'scrub: log:2: record is not a JSON object'
+    assert_equal "$stderr" 'scrub: log:2: not a JSON object'
+}
+
+@test "--session: an empty log, a blank line, a second header, a non-string type, mixed forms (the codec's messages)" {
+    : > empty
+    run -2 --separate-stderr scrub --session empty
+    assert_equal "$stderr" 'scrub: empty: empty file: a session log starts with a header line'
+    assert_equal "$output" ''
+    h='{"type":"session","id":"s1","cwd":"/w"}'
+    printf '%s\n\n' "$h" > blank
+    run -2 --separate-stderr scrub --session blank
+    assert_equal "$stderr" 'scrub: blank:2: empty line'
+    printf '%s\n%s\n' "$h" "$h" > two
+    run -2 --separate-stderr scrub --session two
+    assert_equal "$stderr" 'scrub: two:2: a second session header'
+    printf '%s\n{"type":1}\n' "$h" > num
+    run -2 --separate-stderr scrub --session num
+    assert_equal "$stderr" 'scrub: num:2: "type" must be a string'
+    printf '%s\n{"type":"a","seq":0,"time":5}\n{"type":"b"}\n' "$h" > mixed
+    run -2 --separate-stderr scrub --session mixed
+    assert_equal "$stderr" 'scrub: mixed:3: projected and persisted lines are mixed: this line lacks an envelope, line 2 has one'
+    assert_equal "$output" ''
+    printf '%s\n{"type":"text-chunks","data":{"turn":1,"step":1,"index":0,"dt":[],"texts":["a","b"]}}\n' "$h" > row
+    run -2 --separate-stderr scrub --session row
+    assert_equal "$stderr" 'scrub: row:2: malformed text-chunks row: dt length 0 does not match 2 members'
+}
+
+@test "--session: a packed row is one output line; stdin is <stdin>" {
+    printf '%s\n' '{"type":"session","id":"s1","cwd":"/w"}' \
+        '{"type":"text-chunks","data":{"turn":1,"step":1,"index":0,"dt":[4],"texts":["a","b"]}}' '{"type":"x","data":{}}' > log
+    run -0 scrub --session log
+    assert_output '{"type":"session","id":"{{sessionId}}","cwd":"{{cwd}}"}
+{"type":"text-chunks","data":{"turn":1,"step":1,"index":0,"dt":[0],"texts":["a","b"]}}
+{"type":"x","data":{}}'
+    run -2 --separate-stderr bash -c 'printf "{\"type\":\"x\"}\n" | scrub --session'
+    assert_equal "$stderr" 'scrub: <stdin>:1: not a session log: line 1 is not a header ({"type":"session",…})'
 }
 
 # ---------------------------------------------------------------- fixtures
@@ -274,4 +404,6 @@ usage: scrub (--stdout | --session | --fixture) [options] [file...]"
     printf '%s\n' '{"type":"session","id":"s1","cwd":"/"}' > log
     run -2 --separate-stderr scrub --fixture log
     assert_equal "$stderr" 'scrub: log:1: the header cwd has no basename to tokenize (see --keep-cwd)'
+    run -2 --separate-stderr bash -c 'scrub --fixture < log'
+    assert_equal "$stderr" 'scrub: <stdin>:1: the header cwd has no basename to tokenize (see --keep-cwd)'
 }

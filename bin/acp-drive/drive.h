@@ -51,7 +51,8 @@ typedef struct {
     // the scenario
     char scen_dir[PATH_MAX];
     const char *name;               // its last path component
-    char *input_path;               // as the user spelled the scenario's path
+    char *scen_arg;                 // the scenario's path as the user spelled it
+    char *input_path;               // … and its input.json
     as_input in;
     profile pf;
     vars vs;

@@ -36,7 +36,7 @@ static void decompress(const as_buf *raw, as_buf *out)
 void read_growing(const char *path, as_buf *out)
 {
     as_buf_reset(out);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) return;
     as_buf raw = {0};
     char tmp[65536];

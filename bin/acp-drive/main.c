@@ -110,12 +110,15 @@ static void post_mortem(const run *r)
     if (r->errbuf.p[r->errbuf.n - 1] != '\n') fputc('\n', stderr);
 }
 
-// Reports a failed step (steps[si - 1]) or a failed shutdown: the status.
+// Reports a failed step (steps[si - 1]; si 0: no step failed, the failure
+// came at shutdown) or a failed shutdown: the status.
 static int report(const run *r, size_t si)
 {
-    if (r->fail) {
+    if (r->fail && si) {
         const as_step *sp = &r->in.steps[si - 1];
         as_warn_at(r->input_path, sp->line, 0, "step %zu (%s): %s", si - 1, as_op_name(sp->op), r->fail);
+    } else if (r->fail) {
+        as_warn("%s: at shutdown, after the last step: %s", r->name, r->fail);
     } else if (!(WIFEXITED(r->status) && WEXITSTATUS(r->status) == 0)) {
         char *d = describe_status(r->status);
         as_warn("%s: the agent failed at shutdown: %s", r->name, d);
@@ -133,6 +136,7 @@ static int drive(run *r, const char *rawp)
 {
     size_t si = 0;
     for (; si < r->in.nsteps && !r->fail; si++) run_step(r, &r->in.steps[si]);
+    size_t failed_step = r->fail ? si : 0;
     if (!r->fail) stop_agent(r);
     else abort_agent(r);
     if (fclose(r->raw)) as_die_sys("write %s", rawp);
@@ -141,7 +145,7 @@ static int drive(run *r, const char *rawp)
     write_plain(ep, r->errbuf.p ? r->errbuf.p : "", r->errbuf.n);
     free(ep);
     as_buf serr = {0};
-    int serve_failed = stop_serve(r, &serr), rc = report(r, si);
+    int serve_failed = stop_serve(r, &serr), rc = report(r, failed_step);
     if (serve_failed) {
         as_warn("%s: replay-serve reported failures:", r->name);
         if (serr.n) fwrite(serr.p, 1, serr.n, stderr);
@@ -200,7 +204,7 @@ static void release(run *r, char **envp)
     as_json_free(&r->frame);
     as_buf_free(&r->line); as_buf_free(&r->errbuf); as_buf_free(&r->scratch);
     free(r->session_id); free(r->script_error); free(r->fail); free(r->serve_log);
-    free(r->input_path); free(r->sessions_root);
+    free(r->scen_arg); free(r->input_path); free(r->sessions_root);
     free(r->cwd); free(r->tmp_root); free(r->spill_root);
     if (r->fin >= 0) close(r->fin);
     if (r->fout >= 0) close(r->fout);

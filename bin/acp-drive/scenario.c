@@ -3,6 +3,7 @@
 // agent's environment; replay preparation, and replay-serve when the
 // profile's provider is.
 #include "drive.h"
+#include "confine.h"
 #include "replay.h"
 
 #include <errno.h>
@@ -56,7 +57,7 @@ const as_scenario *load_scenario(run *r, const char *arg0, as_table *table)
     char *arg = as_xstrdup(arg0);
     for (size_t n = strlen(arg); n > 1 && arg[n - 1] == '/'; n--) arg[n - 1] = 0;
     r->input_path = xasprintf("%s/input.json", arg);
-    free(arg);
+    r->scen_arg = arg;
     if (access(r->input_path, R_OK)) as_die(AS_TROUBLE, "%s: unable to read: %s", r->input_path, strerror(errno));
     if (as_input_load(r->input_path, &r->in, report_die, NULL)) exit(AS_TROUBLE);
     char *table_path = xasprintf("%s/../scenarios.jsonl", r->scen_dir);
@@ -90,15 +91,17 @@ static char *workspace_parent(const char *wp)
     return as_xstrdup(wp);
 }
 
-static int copy_tree(const char *from, const char *to)
+// Seeds the cwd from the scenario's workspace/ (confine.h's as_copy_tree):
+// files, directories and links that stay inside; anything else is trouble,
+// named as the user spelled the scenario's path.
+static void copy_workspace(const run *r, const char *ws)
 {
-    char *src = xasprintf("%s/.", from);
-    pid_t pid = fork();
-    if (pid == 0) { execlp("cp", "cp", "-a", "--", src, to, (char *)NULL); _exit(127); }
-    int st = 0;
-    if (pid > 0) waitpid(pid, &st, 0);
-    free(src);
-    return pid > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+    char *bad = NULL;
+    if (!as_copy_tree(ws, r->cwd, &bad)) return;
+    const char *why = errno == ELOOP ? "a symbolic link that leaves the workspace"
+                    : errno == EPERM ? "not a file, directory or link (a fifo, socket or device)" : strerror(errno);
+    if (!strcmp(bad, ".")) as_die(AS_TROUBLE, "%s/workspace: unable to copy the workspace: %s", r->scen_arg, why);
+    as_die(AS_TROUBLE, "%s/workspace/%s: %s", r->scen_arg, bad, why);
 }
 
 // The generated cwd, under the workspace parent (option, else the row's).
@@ -125,11 +128,28 @@ void make_dirs(run *r, const char *out, const char *wp_opt, const as_scenario *r
     if (mkdir(r->sessions_root, 0700)) as_die_sys("create %s", r->sessions_root);
     r->spill_root = spill_root_for(r->name);
     char *ws = xasprintf("%s/workspace", r->scen_dir);
-    if (as_is_dir(ws) && !copy_tree(ws, r->cwd)) as_die(AS_TROUBLE, "%s: unable to copy the workspace", ws);
+    if (as_is_dir(ws)) copy_workspace(r, ws);
     free(ws);
 }
 
 // ---------------------------------------------------------------- variables and environment
+// The row's configPath: a regular file of the snapshots directory (the
+// table's), named plainly (the table reader saw to that), not a link.
+static void set_config_path(run *r, const as_scenario *row)
+{
+    char *snap = xasprintf("%s/..", r->scen_dir), rp[PATH_MAX];
+    if (!realpath(snap, rp)) as_die_sys("resolve %s", snap);
+    int fd = as_open_under(rp, row->configPath, O_RDONLY | O_NONBLOCK, 0);
+    struct stat st;
+    const char *why = fd < 0 ? as_beneath_strerror(errno) : fstat(fd, &st) || !S_ISREG(st.st_mode) ? "not a regular file" : NULL;
+    if (fd >= 0) close(fd);
+    if (why) as_die(AS_TROUBLE, "%s/scenarios.jsonl:%ld: configPath \"%s\": %s", rp, row->line, row->configPath, why);
+    char *cp = xasprintf("%s/%s", rp, row->configPath);
+    vars_set(&r->vs, "ACPSNAP_CONFIG_PATH", cp);
+    free(cp);
+    free(snap);
+}
+
 // Variables for the profile and the agent's environment.
 void set_vars(run *r, const as_scenario *row)
 {
@@ -140,14 +160,7 @@ void set_vars(run *r, const as_scenario *row)
     vars_set(&r->vs, "ACPSNAP_SESSIONS_ROOT", r->sessions_root);
     vars_set(&r->vs, "ACPSNAP_SPILL_ROOT", r->spill_root);
     vars_set(&r->vs, "ACPSNAP_OUT", r->outdir);
-    if (row && row->configPath) {
-        // relative to the snapshots directory (the table's)
-        char *cp = row->configPath[0] == '/' ? as_xstrdup(row->configPath)
-                                             : xasprintf("%s/../%s", r->scen_dir, row->configPath);
-        char rp[PATH_MAX];
-        vars_set(&r->vs, "ACPSNAP_CONFIG_PATH", realpath(cp, rp) ? rp : cp);
-        free(cp);
-    }
+    if (row && row->configPath) set_config_path(r, row);
 }
 
 // K=V into env.

@@ -3,10 +3,14 @@
 // subagent's turn closed, a goal phase, an inbox message, a title or an
 // event after the last turn/end), or a workspace file appears.
 #include "drive.h"
+#include "confine.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 // What the scan of one log has seen; idx counts the lines after the header.
 typedef struct {
@@ -180,13 +184,31 @@ void wait_log(run *r, int what, int64_t minturn, const char *arg, long child, lo
 }
 
 
-static int file_exists(run *r, const void *path) { (void)r; return as_path_exists(path); }
+// A wait file: rel looked up beneath the cwd, no link followed; a symbolic
+// link there is not the file (a seed cannot stand in for it). 1 there, 0 not
+// yet, -1 failed.
+typedef struct { const char *cwd, *rel; } wait_path;
+
+static int file_exists(run *r, const void *ctx)
+{
+    const wait_path *w = ctx;
+    int fd = as_open_under(w->cwd, w->rel, O_PATH | O_NOFOLLOW, 0);
+    struct stat st;
+    if (fd >= 0) {
+        int there = !fstat(fd, &st) && !S_ISLNK(st.st_mode);
+        close(fd);
+        return there;
+    }
+    if (errno == ENOENT) return 0;
+    fail(r, "workspace file \"%s\": %s", w->rel, as_beneath_strerror(errno));
+    return -1;
+}
 
 void wait_file(run *r, const char *rel, long timeout)
 {
-    char *p = xasprintf("%s/%s", r->cwd, rel);
+    wait_path w = { r->cwd, rel };
     char *late = xasprintf("workspace file \"%s\" did not appear", rel);
     char *gone = xasprintf("the agent exited while waiting for workspace file \"%s\"", rel);
-    wait_until(r, file_exists, p, timeout, late, gone);
-    free(gone); free(late); free(p);
+    wait_until(r, file_exists, &w, timeout, late, gone);
+    free(gone); free(late);
 }

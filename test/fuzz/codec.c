@@ -1,6 +1,9 @@
-// Fuzz target: the session codec. Any body that decodes packs to a canonical
-// log; unpacking and re-packing that log is the identity (pack∘unpack), and
-// the canonical check accepts it.
+// Fuzz target: the session codec. For every body x that decodes:
+//   - packing never changes bytes: unpack(pack(x)) == unpack(x), byte for byte;
+//   - pack(x) is canonical (the check accepts it);
+//   - pack∘unpack is the identity on pack(x) in x's form (a projected log
+//     with a short row excepted: projecting unpacked events drops their
+//     times, and only such a row keeps them; acpsnap-session(5)).
 #include "acpsnap.h"
 #include <setjmp.h>
 #include <stdlib.h>
@@ -29,9 +32,13 @@ static int memfile(const void *p, size_t n, char *path)
 static as_sess *cur_s;
 static as_packer *cur_p;
 
+// What a pass saw of its input.
+typedef struct { as_form form; int short_rows; } seen;
+
 // Packs (or unpacks) the log at path into out.
-static as_form run(const char *path, int unpack, int mode, as_buf *out)
+static seen run(const char *path, int unpack, int mode, as_buf *out)
 {
+    seen w = {AS_FORM_UNKNOWN, 0};
     as_sess *s = cur_s = as_sess_open(path);
     const char *h;
     size_t hn;
@@ -40,23 +47,29 @@ static as_form run(const char *path, int unpack, int mode, as_buf *out)
     as_buf_putc(out, '\n');
     as_packer *p = cur_p = as_packer_new(mode, emit, out);
     as_event ev;
+    int last = -1;   // member index of the previous event, -1 for a plain line
     while (as_sess_next(s, &ev)) {
+        if (last >= 0 && last < 2 && ev.member != last + 1) w.short_rows++;
+        last = ev.member;
         if (unpack) { as_buf_put(out, ev.json, ev.len); as_buf_putc(out, '\n'); }
         else as_packer_push(p, &ev);
     }
+    if (last >= 0 && last < 2) w.short_rows++;
     as_packer_finish(p);
     as_packer_free(p);
-    as_form f = as_sess_form(s);
+    w.form = as_sess_form(s);
     as_sess_close(s);
     cur_s = NULL;
     cur_p = NULL;
-    return f;
+    return w;
 }
+
+static int same(const as_buf *a, const as_buf *b) { return a->n == b->n && !memcmp(a->p, b->p, a->n); }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static const char hdr[] = "{\"type\":\"session\",\"id\":\"f\"}\n";
-    as_buf in = {0}, a = {0}, u = {0}, b = {0};
+    as_buf in = {0}, a = {0}, ux = {0}, ua = {0}, b = {0};
     char path[64];
     as_buf_put(&in, hdr, sizeof hdr - 1);
     as_buf_put(&in, data, size);
@@ -66,24 +79,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         close(fd);
         as_packer_free(cur_p);
         as_sess_close(cur_s);   // closes the reader's descriptor too
+        if (!cur_s) as_sess_open_abandoned();   // it died opening
         cur_p = NULL;
         cur_s = NULL;
-        as_buf_free(&in); as_buf_free(&a); as_buf_free(&u); as_buf_free(&b);
+        as_buf_free(&in); as_buf_free(&a); as_buf_free(&ux); as_buf_free(&ua); as_buf_free(&b);
         return 0;
     }
-    as_form form = run(path, 0, AS_PACK_KEEP, &a);
+    seen x = run(path, 0, AS_PACK_KEEP, &a);
     as_die_hook = NULL;   // from here on, any failure is a bug
+    run(path, 1, AS_PACK_KEEP, &ux);
     close(fd);
     int fa = memfile(a.p, a.n, path);
     long bad = 0;
     if (as_sess_check(path, &bad)) abort();
-    run(path, 1, AS_PACK_KEEP, &u);
+    seen pa = run(path, 1, AS_PACK_KEEP, &ua);
     close(fa);
-    int fu = memfile(u.p, u.n, path);
+    if (!same(&ux, &ua)) abort();   // packing lost bytes
+    int fu = memfile(ua.p, ua.n, path);
     // the unpacked stream carries (restored) envelopes: pack it back in the input's form
-    run(path, 0, form == AS_FORM_PROJECTED ? AS_PACK_PROJECTED : AS_PACK_PERSISTED, &b);
+    run(path, 0, x.form == AS_FORM_PROJECTED ? AS_PACK_PROJECTED : AS_PACK_PERSISTED, &b);
     close(fu);
-    if (a.n != b.n || memcmp(a.p, b.p, a.n)) abort();
-    as_buf_free(&in); as_buf_free(&a); as_buf_free(&u); as_buf_free(&b);
+    if (!same(&a, &b) && !(x.form == AS_FORM_PROJECTED && pa.short_rows)) abort();
+    as_buf_free(&in); as_buf_free(&a); as_buf_free(&ux); as_buf_free(&ua); as_buf_free(&b);
     return 0;
 }

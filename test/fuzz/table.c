@@ -1,7 +1,8 @@
 // Fuzz target: the scenario table and drive-script readers (common/table.c)
 // and the tool-schema sidecar check (common/sidecar.c). Inputs that the
-// readers reject by dying (trouble: invalid table JSON, NUL bytes, a corrupt
-// zstd frame) are filtered first, since a die is their documented answer.
+// readers reject by dying (trouble: invalid table JSON, NUL bytes, a CR that
+// does not end a line, a corrupt zstd frame) are filtered first, since a die
+// is their documented answer.
 #include "acpsnap.h"
 #include "sidecar.h"
 #include "table.h"
@@ -29,6 +30,14 @@ static int table_ok(const char *s, size_t n)
     return ok;
 }
 
+// 1 when a CR stands anywhere but right before an LF or at the very end.
+static int stray_cr(const char *s, size_t n)
+{
+    for (const char *p = s; (p = memchr(p, '\r', (size_t)(s + n - p))); p++)
+        if (p + 1 < s + n && p[1] != '\n') return 1;
+    return 0;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 {
     static char path[64];
@@ -37,7 +46,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
     as_schemas_sidecar_check(s, n, &sets, &ini);
     as_prompt_sidecar_changes(s, n);
     as_prompt_sidecar_initial(s, n);
-    if (memchr(d, 0, n) || (n >= 4 && !memcmp(d, "\x28\xb5\x2f\xfd", 4))) return 0;
+    if (memchr(d, 0, n) || as_zstd_magic(d, n) || stray_cr(s, n)) return 0;
     if (!*path) snprintf(path, sizeof path, "/tmp/acpsnap-fuzz-table-%d", (int)getpid());
     FILE *f = fopen(path, "wb");
     if (!f) return 0;

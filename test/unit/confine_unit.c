@@ -31,7 +31,8 @@ static void rules(void)
 {
     rule("a", 1); rule("a/b/c.txt", 1); rule(".acpsnap-ready", 1); rule("a..b", 1); rule("..a", 1);
     rule("", 0); rule("/etc/passwd", 0); rule("..", 0); rule("../x", 0); rule("a/../../x", 0);
-    rule("a/./b", 0); rule(".", 0); rule("a//b", 0); rule("a/b/", 1); rule("a\nb", 0);
+    rule("a/./b", 0); rule(".", 0); rule("a//b", 0); rule("a/b/", 0); rule("a\nb", 0);
+    rule("a\x7f", 0); rule("-x", 1); rule("a b/c d", 1);
     char big[AS_PATH_MAX + 2];
     memset(big, 'a', sizeof big - 1); big[sizeof big - 1] = 0;
     rule(big, 0);
@@ -118,7 +119,14 @@ static void copies(const char *tmp)
     mkdir(dst3, 0755);
     CHECK(as_copy_tree(src, dst3, &bad) < 0 && bad && !strcmp(bad, "abs"), "absolute link refused: %s", bad ? bad : "(none)");
     free(bad);
-    free(src); free(dst); free(dst2); free(dst3);
+    p = as_path_join(src, "abs"); unlink(p); free(p);
+    // a fifo is refused (and the copy does not block on it)
+    p = as_path_join(src, "a/pipe"); CHECK(!mkfifo(p, 0644), "mkfifo"); free(p);
+    char *dst4 = as_path_join(tmp, "copy4");
+    mkdir(dst4, 0755);
+    CHECK(as_copy_tree(src, dst4, &bad) < 0 && bad && !strcmp(bad, "a/pipe"), "fifo refused: %s", bad ? bad : "(none)");
+    free(bad);
+    free(src); free(dst); free(dst2); free(dst3); free(dst4);
 }
 
 int main(void)

@@ -88,6 +88,9 @@ static void test_entry_errors(void)
 {
     static const struct { const char *in, *msg; long pos; } cases[] = {
         {"{\"kind\":\"hang\",\"readyFile\":3}", "e readyFile must be a non-empty string", 27},
+        {"{\"kind\":\"hang\",\"readyFile\":\"../x\"}", "e readyFile \"../x\" must be a relative path beneath the cwd: a '.' or '..' component in a path", 27},
+        {"{\"kind\":\"hang\",\"readyFile\":\"/tmp/x\"}", "e readyFile \"/tmp/x\" must be a relative path beneath the cwd: an absolute path", 27},
+        {"{\"kind\":\"hang\",\"readyFile\":\"a\\u0000b\"}", "e readyFile \"a\\u0000b\" must be a relative path beneath the cwd: a NUL in a path", 27},
         {"{\"kind\":\"chunks\",\"chunks\":[{\"type\":\"nope\"}]}", "e.chunks[0] must have a known StreamChunk type", 35},
         {"[]", "e must be an object", 0},
         {"{\"kind\":\"x\"", NULL, 11},   // invalid JSON: message from the scanner

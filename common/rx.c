@@ -539,7 +539,6 @@ void as_rx_free(as_rx *rx)
     free(rx);
 }
 
-int as_rx_groups(const as_rx *rx) { return rx->groups; }
 
 // ---------------------------------------------------------------- live sets
 

@@ -39,8 +39,6 @@ typedef struct as_rx as_rx;
 // message in err (lowercase, no final period).
 int as_rx_compile(const char *p, size_t n, as_rx **out, char *err, size_t errn);
 void as_rx_free(as_rx *rx);
-// The number of capturing groups.
-int as_rx_groups(const as_rx *rx);
 
 // What may cut a search short: a deadline on the as_now_ms clock (0: none)
 // and a flag that stops it when it becomes non-zero (NULL: none). Both are

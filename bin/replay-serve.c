@@ -2,12 +2,19 @@
 //
 // One model call per entry, positionally, one stream at a time
 // (acpsnap-replay(5)). Each entry's provider-neutral chunks are translated
-// back into the chat.completion.chunk objects DeepSeek sends, in DeepSeek's
-// field order, so that an agent's real DeepSeek adapter turns them into the
-// same chunks again.
+// back into the chat.completion.chunk objects DeepSeek sends (common/wire.c).
 // Anything the client does that the script did not foresee (a request past the
-// end, a second concurrent stream, a malformed request) is answered with an
-// HTTP error and recorded; the exit status at shutdown says so.
+// end, a second concurrent stream, a malformed request, a stream it leaves
+// before the end) is answered with an HTTP error or recorded; the exit status
+// at shutdown says so.
+//
+// The script and the requests are untrusted: every member the wire needs is
+// checked when the script is loaded, request bodies, connections and their
+// time are bounded (--max-request-bytes, --max-connections, --idle-timeout),
+// and fromRequest searches run in linear time under a time limit. A
+// connection is one thread (libmicrohttpd's thread per connection); past
+// --max-connections the oldest connection that is not being answered is
+// closed to make room, so a flood of idle sockets cannot lock a client out.
 #include "acpsnap.h"
 #include "confine.h"
 #include "replay.h"
@@ -29,7 +36,8 @@
 
 static const char USAGE[] =
     "usage: replay-serve [--port N] [--port-file FILE] [--log FILE] [--keep-alive MS]\n"
-    "             [--pace MS] [--ready-dir DIR] [--created SECS] [--model NAME] script.jsonl\n"
+    "             [--pace MS] [--ready-dir DIR] [--created SECS] [--model NAME]\n"
+    "             [--max-request-bytes N] [--max-connections N] [--idle-timeout SECS] script.jsonl\n"
     "Serves a replay script (acpsnap-replay(5)) on 127.0.0.1 as DeepSeek-compatible\n"
     "chat-completions SSE, one stream at a time, in order.\n"
     "  --port N            the port; 0 (default) picks a free one (the URL is printed)\n"
@@ -40,23 +48,43 @@ static const char USAGE[] =
     "  --ready-dir DIR     where relative readyFile paths resolve\n"
     "  --created SECS      the chunks' created value (default: the start time)\n"
     "  --model NAME        the model echoed in the chunks (default: the request's)\n"
+    "  --max-request-bytes N  larger request bodies get 413 (default 8388608)\n"
+    "  --max-connections N    connections at once (default 64)\n"
+    "  --idle-timeout SECS    a connection must send its request within SECS (default 10)\n"
     "  -h, --help, --version\n"
     "Exit status: 0 every entry served as scripted, 1 a failure was recorded\n"
-    "(past the end, concurrent, unconsumed), 2 trouble.\n";
+    "(past the end, concurrent, unconsumed, not delivered), 2 trouble.\n";
+
+enum { DEF_MAX_BODY = 8 << 20, DEF_MAX_CONNS = 64, DEF_IDLE_S = 10, BODY_BUDGET = 4 };
 
 // ---------------------------------------------------------------- state
+// A connection, registered while libmicrohttpd holds it.
+typedef struct {
+    struct MHD_Connection *c;
+    int fd;
+    long since_ms;          // opened, or its last request ended
+    int busy;               // answering a request that took an entry: never closed for room
+    int closing;            // shut down by us, not yet closed
+} conn;
+
 static struct {
     as_replay_script sc;
     const char *path;
     const char *log_path, *ready_dir, *model;
     long keepalive_ms, pace_ms;
     long long created;
+    size_t max_body;        // --max-request-bytes
+    unsigned max_conns;     // --max-connections
+    long idle_ms;           // --idle-timeout
     FILE *log;
+    int trouble;            // a log write failed: exit 2
     pthread_mutex_t mu;
     size_t next;            // next entry to serve
     long requests;          // requests seen
     long busy;              // request number of the stream in flight, -1 none
     int failures;
+    size_t held;            // request body bytes held by all connections
+    conn *conns; size_t nconns;
     volatile sig_atomic_t stop;
 } S = { .busy = -1, .mu = PTHREAD_MUTEX_INITIALIZER };
 
@@ -64,7 +92,7 @@ static void failure(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void failure(const char *fmt, ...)
 {
     va_list ap;
-    char msg[512];
+    char msg[768];
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
@@ -75,274 +103,108 @@ static void failure(const char *fmt, ...)
 }
 
 // One request. The stream is generated whole before the first byte is sent:
-// `out` holds every SSE event, `ends` the end offset of each (for pacing).
+// sse.out holds every SSE event, sse.end the end offset of each (for pacing).
 typedef enum { T_DONE, T_ABORT, T_HANG } tail;
 typedef struct {
     long n;                 // request number, from 0
     as_buf body;            // the request body
+    size_t held;            // bytes of it counted in S.held
+    int reject;             // 413 or 503: the body is being discarded
     int owns_stream;        // this request holds S.busy
     long entry;             // entry served, -1 none
     int status;
     const char *outcome;    // for the log
     struct MHD_Connection *conn;
     // the stream
-    as_buf out;
-    size_t *ends; size_t nends, cap_ends, sent_events;
+    as_sse sse;
+    int deliver;            // a scripted answer was queued: it must reach the client
+    size_t sent_events;
     size_t pos;
     tail tail;
+    int hung;               // a hang's prefix went out
     int ready_done;
     const char *ready_file;
     long last_ka_ms;
 } req;
 
-static void event_end(req *r)
+// ---------------------------------------------------------------- connections
+static conn *conn_of(struct MHD_Connection *c)
 {
-    if (r->nends == r->cap_ends) {
-        r->cap_ends = r->cap_ends ? 2 * r->cap_ends : 64;
-        r->ends = as_xrealloc(r->ends, r->cap_ends * sizeof *r->ends);
+    for (size_t i = 0; i < S.nconns; i++)
+        if (S.conns[i].c == c) return &S.conns[i];
+    return NULL;
+}
+
+static void conn_close(conn *k)
+{
+    k->closing = 1;
+    shutdown(k->fd, SHUT_RDWR);   // libmicrohttpd sees the end and closes it
+}
+
+// Over the limit: the connection idle (or incomplete) the longest goes.
+static void make_room(void)
+{
+    size_t open = 0;
+    conn *old = NULL;
+    for (size_t i = 0; i < S.nconns; i++) {
+        conn *k = &S.conns[i];
+        if (k->closing) continue;
+        open++;
+        if (!k->busy && (!old || k->since_ms < old->since_ms)) old = k;
     }
-    r->ends[r->nends++] = r->out.n;
+    if (open > S.max_conns && old) conn_close(old);
 }
 
-// ---------------------------------------------------------------- translation
-typedef struct {
-    req *r;
-    const as_buf *hay;
-    int thinking, include_usage;
-    const char *model; size_t model_len;   // JSON string bytes, quoted
-    // neutral block index → wire tool index; blocks that had deltas
-    struct { int64_t block; int wire; } tools[64]; int ntools;
-    int64_t delta_blocks[256]; int ndelta;
-    char err[256];
-} gen;
-
-static int tool_wire(gen *g, int64_t block, int *is_new)
+// libmicrohttpd's connection notices (MHD_OPTION_NOTIFY_CONNECTION). CLOSED
+// comes before it closes the socket, so a registered fd is always open.
+static void on_connection(void *cls, struct MHD_Connection *c, void **ctx, enum MHD_ConnectionNotificationCode toe)
 {
-    for (int i = 0; i < g->ntools; i++)
-        if (g->tools[i].block == block) { *is_new = 0; return g->tools[i].wire; }
-    *is_new = 1;
-    if (g->ntools < 64) { g->tools[g->ntools].block = block; g->tools[g->ntools].wire = g->ntools; g->ntools++; }
-    return g->ntools - 1;
-}
-
-static void saw_delta(gen *g, int64_t block)
-{
-    for (int i = 0; i < g->ndelta; i++) if (g->delta_blocks[i] == block) return;
-    if (g->ndelta < 256) g->delta_blocks[g->ndelta++] = block;
-}
-
-static int had_delta(gen *g, int64_t block)
-{
-    for (int i = 0; i < g->ndelta; i++) if (g->delta_blocks[i] == block) return 1;
-    return 0;
-}
-
-static void chunk_open(gen *g)
-{
-    as_buf *b = &g->r->out;
-    as_buf_printf(b, "data: {\"id\":\"00000000-0000-4000-8000-%012lx\",\"object\":\"chat.completion.chunk\","
-                  "\"created\":%lld,\"model\":", (unsigned long)g->r->n + 1, S.created);
-    as_buf_put(b, g->model, g->model_len);
-    as_buf_puts(b, ",\"system_fingerprint\":\"fp_replay_serve\",\"choices\":[{\"index\":0,\"delta\":");
-}
-
-static void chunk_close(gen *g)
-{
-    as_buf *b = &g->r->out;
-    as_buf_puts(b, ",\"logprobs\":null,\"finish_reason\":null}]");
-    if (g->include_usage) as_buf_puts(b, ",\"usage\":null");
-    as_buf_puts(b, "}\n\n");
-    event_end(g->r);
-}
-
-// delta {"content":…} with the thinking-mode companion field.
-static int emit_content(gen *g, const as_json *j, int strtok)
-{
-    chunk_open(g);
-    as_buf *b = &g->r->out;
-    as_buf_puts(b, "{\"content\":");
-    if (as_replay_resolve_str(j, strtok, g->hay, b, g->err, sizeof g->err)) return -1;
-    if (g->thinking) as_buf_puts(b, ",\"reasoning_content\":null");
-    as_buf_putc(b, '}');
-    chunk_close(g);
-    return 0;
-}
-
-static int emit_reasoning(gen *g, const as_json *j, int strtok)
-{
-    chunk_open(g);
-    as_buf *b = &g->r->out;
-    as_buf_puts(b, "{\"content\":null,\"reasoning_content\":");
-    if (as_replay_resolve_str(j, strtok, g->hay, b, g->err, sizeof g->err)) return -1;
-    as_buf_putc(b, '}');
-    chunk_close(g);
-    return 0;
-}
-
-// A tool-call delta: the first one of a call carries id, type and name.
-static int emit_tool(gen *g, const as_json *j, int64_t block, int id, int name, int args)
-{
-    int is_new;
-    int w = tool_wire(g, block, &is_new);
-    chunk_open(g);
-    as_buf *b = &g->r->out;
-    as_buf_printf(b, "{\"tool_calls\":[{\"index\":%d,", w);
-    if (is_new) {
-        as_buf_puts(b, "\"id\":");
-        if (id >= 0) { if (as_replay_resolve_str(j, id, g->hay, b, g->err, sizeof g->err)) return -1; }
-        else as_buf_puts(b, "\"\"");
-        as_buf_puts(b, ",\"type\":\"function\",\"function\":{");
-        if (name >= 0) {
-            as_buf_puts(b, "\"name\":");
-            if (as_replay_resolve_str(j, name, g->hay, b, g->err, sizeof g->err)) return -1;
-            as_buf_putc(b, ',');
+    (void)cls; (void)ctx;
+    pthread_mutex_lock(&S.mu);
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        if (ci && S.nconns <= S.max_conns) {   // libmicrohttpd admits max_conns + 1
+            S.conns[S.nconns++] = (conn){ .c = c, .fd = ci->connect_fd, .since_ms = as_now_ms() };
+            make_room();
         }
     } else {
-        as_buf_puts(b, "\"function\":{");
+        conn *k = conn_of(c);
+        if (k) *k = S.conns[--S.nconns];
     }
-    as_buf_puts(b, "\"arguments\":");
-    if (args >= 0) { if (as_replay_resolve_str(j, args, g->hay, b, g->err, sizeof g->err)) return -1; }
-    else as_buf_puts(b, "\"\"");
-    as_buf_puts(b, "}}]}");
-    chunk_close(g);
-    return 0;
+    pthread_mutex_unlock(&S.mu);
 }
 
-static int64_t get_int(const as_json *j, int obj, const char *key, int *present)
+static void conn_mark(struct MHD_Connection *c, int busy)
 {
-    int v = as_json_get(j, obj, key);
-    int64_t x = 0;
-    *present = v >= 0 && as_json_int(j, v, &x);
-    return x;
+    pthread_mutex_lock(&S.mu);
+    conn *k = conn_of(c);
+    if (k) {
+        k->busy = busy;
+        k->since_ms = as_now_ms();
+    }
+    pthread_mutex_unlock(&S.mu);
 }
 
-// The final chunk: finish_reason mapped back from the neutral reason, usage
-// mapped back to DeepSeek's fields (prompt_tokens includes cache hits).
-static void emit_final(gen *g, const as_json *fj, int reason, const as_json *uj, int usage)
+// Closes the connections that have not sent their request in time.
+static void reap(void)
 {
-    as_buf *b = &g->r->out;
-    chunk_open(g);
-    as_buf_puts(b, g->thinking ? "{\"content\":\"\",\"reasoning_content\":null}" : "{\"content\":\"\"}");
-    as_buf_puts(b, ",\"logprobs\":null,\"finish_reason\":");
-    const char *fr = "stop";
-    as_buf code = {0};
-    if (fj && reason >= 0) {
-        int k = as_json_get(fj, reason, "kind");
-        if (k >= 0 && as_json_streq(fj, k, "tool-calls")) fr = "tool_calls";
-        else if (k >= 0 && as_json_streq(fj, k, "max-tokens")) fr = "length";
-        else if (k >= 0 && as_json_streq(fj, k, "error")) {
-            // dsh maps an unknown wire reason R to code upper(R); map back.
-            int f = as_json_get(fj, reason, "failure");
-            int c = f >= 0 && fj->t[f].type == AS_JOBJ ? as_json_get(fj, f, "code") : -1;
-            if (c < 0 || fj->t[c].type != AS_JSTR) {
-                fr = "insufficient_system_resource";
-            } else if (!as_json_streq(fj, c, "EMPTY_RESPONSE")) {   // that one is a stop with no content
-                as_json_str(fj, c, &code);
-                for (size_t i = 0; i < code.n; i++)
-                    if (code.p[i] >= 'A' && code.p[i] <= 'Z') code.p[i] = (char)(code.p[i] - 'A' + 'a');
-                fr = code.p;
-            }
-        }
+    long now = as_now_ms();
+    pthread_mutex_lock(&S.mu);
+    for (size_t i = 0; i < S.nconns; i++) {
+        conn *k = &S.conns[i];
+        if (!k->busy && !k->closing && now - k->since_ms > S.idle_ms) conn_close(k);
     }
-    as_jstr_write(b, fr, strlen(fr));
-    as_buf_free(&code);
-    as_buf_puts(b, "}]");
-    if (uj && usage >= 0 && uj->t[usage].type == AS_JOBJ) {
-        int hi, ho, hc, hr;
-        int64_t in = get_int(uj, usage, "inputTokens", &hi);
-        int64_t outp = get_int(uj, usage, "outputTokens", &ho);
-        int64_t cache = get_int(uj, usage, "cacheReadTokens", &hc);
-        int64_t reas = get_int(uj, usage, "reasoningTokens", &hr);
-        as_buf_printf(b, ",\"usage\":{\"prompt_tokens\":%lld,\"completion_tokens\":%lld,\"total_tokens\":%lld",
-                      (long long)(in + cache), (long long)outp, (long long)(in + cache + outp));
-        if (hc) as_buf_printf(b, ",\"prompt_tokens_details\":{\"cached_tokens\":%lld}", (long long)cache);
-        if (hr) as_buf_printf(b, ",\"completion_tokens_details\":{\"reasoning_tokens\":%lld}", (long long)reas);
-        if (hc) as_buf_printf(b, ",\"prompt_cache_hit_tokens\":%lld,\"prompt_cache_miss_tokens\":%lld",
-                              (long long)cache, (long long)in);
-        as_buf_putc(b, '}');
-    } else if (g->include_usage) {
-        as_buf_puts(b, ",\"usage\":null");
-    }
-    as_buf_puts(b, "}\n\n");
-    event_end(g->r);
+    pthread_mutex_unlock(&S.mu);
 }
 
-// Translates the entry's chunks into SSE events in r->out. Returns 0 or -1
-// (g->err set: a placeholder that cannot be resolved).
-static int translate(gen *g, const as_replay_entry *e, int final)
+// Sleeps ms milliseconds, less when stopping.
+static void nap(long ms)
 {
-    as_json j = {0}, fj = {0}, uj = {0};
-    int reason = -1, usage = -1, rc = 0;
-    for (size_t k = 0; k < e->nchunks; k++) {
-        const as_replay_chunk *c = &e->chunk[k];
-        if (c->type == AS_CHUNK_REASONING_DELTA) { g->thinking = 1; break; }
-        if (c->type == AS_CHUNK_BLOCK_END && memmem(e->json + c->off, c->len, "\"type\":\"reasoning\"", 18)) {
-            g->thinking = 1; break;
-        }
+    long end = as_now_ms() + ms;
+    for (long left; !S.stop && (left = end - as_now_ms()) > 0;) {
+        struct timespec ts = { 0, (left > 10 ? 10 : left) * 1000000L };
+        nanosleep(&ts, NULL);
     }
-    chunk_open(g);
-    as_buf_puts(&g->r->out, g->thinking ? "{\"role\":\"assistant\",\"content\":null,\"reasoning_content\":\"\"}"
-                                        : "{\"role\":\"assistant\",\"content\":\"\"}");
-    chunk_close(g);
-    for (size_t k = 0; k < e->nchunks && !rc; k++) {
-        const as_replay_chunk *c = &e->chunk[k];
-        if (as_json_parse(&j, e->json + c->off, c->len)) { snprintf(g->err, sizeof g->err, "chunk %zu does not parse", k); rc = -1; break; }
-        int pres;
-        int64_t idx = get_int(&j, 0, "index", &pres);
-        switch (c->type) {
-        case AS_CHUNK_TEXT_DELTA:
-            saw_delta(g, idx);
-            rc = emit_content(g, &j, as_json_get(&j, 0, "text"));
-            break;
-        case AS_CHUNK_REASONING_DELTA:
-            saw_delta(g, idx);
-            rc = emit_reasoning(g, &j, as_json_get(&j, 0, "text"));
-            break;
-        case AS_CHUNK_TOOL_CALL_DELTA:
-            saw_delta(g, idx);
-            rc = emit_tool(g, &j, idx, as_json_get(&j, 0, "id"), as_json_get(&j, 0, "name"),
-                           as_json_get(&j, 0, "argumentsDelta"));
-            break;
-        case AS_CHUNK_BLOCK_END: {
-            // A block that streamed no deltas (a rebuilt compaction call):
-            // the whole block goes out as one delta.
-            if (had_delta(g, idx)) break;
-            int blk = as_json_get(&j, 0, "block");
-            if (blk < 0 || j.t[blk].type != AS_JOBJ) break;
-            int ty = as_json_get(&j, blk, "type");
-            if (ty < 0) break;
-            saw_delta(g, idx);
-            if (as_json_streq(&j, ty, "text")) {
-                int t = as_json_get(&j, blk, "text");
-                if (t >= 0 && j.t[t].type == AS_JSTR) rc = emit_content(g, &j, t);
-            } else if (as_json_streq(&j, ty, "reasoning")) {
-                int t = as_json_get(&j, blk, "text");
-                if (t >= 0 && j.t[t].type == AS_JSTR) rc = emit_reasoning(g, &j, t);
-            } else if (as_json_streq(&j, ty, "tool-call")) {
-                rc = emit_tool(g, &j, idx, as_json_get(&j, blk, "id"), as_json_get(&j, blk, "name"),
-                               as_json_get(&j, blk, "arguments"));
-            }
-            break;
-        }
-        case AS_CHUNK_USAGE:
-            if (as_json_parse(&uj, e->json + c->off, c->len) == 0) usage = as_json_get(&uj, 0, "usage");
-            break;
-        case AS_CHUNK_FINISH:
-            if (as_json_parse(&fj, e->json + c->off, c->len) == 0) reason = as_json_get(&fj, 0, "reason");
-            break;
-        default:    // block-start: the wire opens a block with its first delta
-            break;
-        }
-    }
-    if (!rc && final) {
-        emit_final(g, reason >= 0 ? &fj : NULL, reason, usage >= 0 ? &uj : NULL, usage);
-        as_buf_puts(&g->r->out, "data: [DONE]\n\n");
-        event_end(g->r);
-    }
-    as_json_free(&j);
-    as_json_free(&fj);
-    as_json_free(&uj);
-    return rc;
 }
 
 // ---------------------------------------------------------------- HTTP
@@ -368,7 +230,10 @@ static void log_request(req *r)
     as_json_free(&j);
     as_buf_puts(&b, "}\n");
     pthread_mutex_lock(&S.mu);
-    if (fwrite(b.p, 1, b.n, S.log) != b.n || fflush(S.log)) as_warn("unable to write %s: %s", S.log_path, strerror(errno));
+    if (!S.trouble && (fwrite(b.p, 1, b.n, S.log) != b.n || fflush(S.log))) {
+        S.trouble = 1;   // reported once; the exit status says the log is incomplete
+        as_warn("unable to write %s: %s", S.log_path, strerror(errno));
+    }
     pthread_mutex_unlock(&S.mu);
     as_buf_free(&b);
 }
@@ -425,21 +290,20 @@ static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max)
 {
     (void)pos;
     req *r = cls;
-    if (r->pos < r->out.n) {
+    const as_sse *s = &r->sse;
+    if (r->pos < s->out.n) {
         // Pace between events (not before the first).
-        if (S.pace_ms > 0 && r->sent_events > 0 && r->sent_events < r->nends &&
-            r->pos == r->ends[r->sent_events - 1]) {
-            struct timespec ts = { S.pace_ms / 1000, (S.pace_ms % 1000) * 1000000L };
-            nanosleep(&ts, NULL);
-        }
-        size_t lim = r->out.n;
-        while (r->sent_events < r->nends && r->ends[r->sent_events] <= r->pos) r->sent_events++;
-        if (S.pace_ms > 0 && r->sent_events < r->nends) lim = r->ends[r->sent_events];
+        if (S.pace_ms > 0 && r->sent_events > 0 && r->sent_events < s->n && r->pos == s->end[r->sent_events - 1])
+            nap(S.pace_ms);
+        if (S.stop) return MHD_CONTENT_READER_END_WITH_ERROR;
+        size_t lim = s->out.n;
+        while (r->sent_events < s->n && s->end[r->sent_events] <= r->pos) r->sent_events++;
+        if (S.pace_ms > 0 && r->sent_events < s->n) lim = s->end[r->sent_events];
         size_t n = lim - r->pos;
         if (n > max) n = max;
-        memcpy(buf, r->out.p + r->pos, n);
+        memcpy(buf, s->out.p + r->pos, n);
         r->pos += n;
-        if (r->sent_events < r->nends && r->pos >= r->ends[r->sent_events]) r->sent_events++;
+        if (r->sent_events < s->n && r->pos >= s->end[r->sent_events]) r->sent_events++;
         return (ssize_t)n;
     }
     switch (r->tail) {
@@ -456,6 +320,7 @@ static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max)
     // stream open (keep-alive comments only) until the client goes away.
     if (write_ready(r)) { r->outcome = "aborted"; return MHD_CONTENT_READER_END_WITH_ERROR; }
     r->outcome = "hang";
+    r->hung = 1;
     if (!r->last_ka_ms) r->last_ka_ms = as_now_ms();
     for (;;) {
         if (S.stop) return MHD_CONTENT_READER_END_WITH_ERROR;
@@ -513,7 +378,10 @@ static long take_entry(struct MHD_Connection *c, req *r, enum MHD_Result *ret)
     long busy = S.busy, idx = -1;
     if (busy < 0 && S.next < S.sc.n) { idx = (long)S.next++; S.busy = r->n; r->owns_stream = 1; }
     pthread_mutex_unlock(&S.mu);
-    if (idx >= 0) return idx;
+    if (idx >= 0) {
+        conn_mark(c, 1);
+        return idx;
+    }
     char msg[512];
     if (busy >= 0)
         snprintf(msg, sizeof msg, "replay-serve: model request %ld arrived while request %ld is still streaming "
@@ -537,59 +405,43 @@ static enum MHD_Result throw_early(struct MHD_Connection *c, req *r, const as_re
     int status; const char *type;
     throw_status(e->code, &status, &type);
     r->outcome = "error";
+    r->deliver = 1;
     return respond_json(c, r, status, type, e->message);
 }
 
-// What the generation takes from the request: include_usage, the model to
-// echo (JSON string bytes into model), the haystack of fromRequest
+// What the generation takes from the request (into q): include_usage, the
+// model to echo (JSON string bytes into model), the haystack of fromRequest
 // placeholders (acpsnap-replay(5)) into hay.
-static void gen_init(gen *g, const as_json *j, as_buf *model, as_buf *hay)
+static void sse_req_init(as_sse_req *q, const req *r, const as_json *j, as_buf *model, as_buf *hay)
 {
     int so = as_json_get(j, 0, "stream_options");
-    int iu = so >= 0 && j->t[so].type == AS_JOBJ ? as_json_get(j, so, "include_usage") : -1;
-    g->include_usage = iu >= 0 && j->t[iu].type == AS_JTRUE;
+    int iu = as_json_get(j, so, "include_usage");
+    q->request = r->n;
+    q->created = S.created;
+    q->include_usage = iu >= 0 && j->t[iu].type == AS_JTRUE;
     if (S.model) as_jstr_write(model, S.model, strlen(S.model));
     else {
         int m = as_json_get(j, 0, "model");
         if (m >= 0 && j->t[m].type == AS_JSTR) as_buf_put(model, as_tok_p(j, m), as_tok_len(j, m));
         else as_buf_puts(model, "\"deepseek-chat\"");
     }
-    g->model = model->p; g->model_len = model->n;
+    q->model = model->p; q->model_len = model->n;
     int msgs = as_json_get(j, 0, "messages");
     if (msgs >= 0) as_replay_haystack(j, msgs, hay);
-    g->hay = hay;
+    q->hay = hay;
 }
 
-// The whole stream of the entry into r->out, and how it ends. Returns 0 or
-// -1 (g->err set).
-static int generate(gen *g, const as_replay_entry *e)
-{
-    req *r = g->r;
-    if (e->kind != AS_REPLAY_HANG) {
-        r->tail = e->kind == AS_REPLAY_CHUNKS ? T_DONE : (!strcmp(e->code, "STREAM_CLOSED") ? T_DONE : T_ABORT);
-        return translate(g, e, e->kind == AS_REPLAY_CHUNKS);
-    }
-    // The fixed prefix of a hang (acpsnap-replay(5)): a text block holding "partial".
-    static const char PREFIX[] = "{\"type\":\"text-delta\",\"index\":0,\"text\":\"partial\"}";
-    as_replay_entry h = { .kind = AS_REPLAY_HANG, .json = (char *)PREFIX, .len = sizeof PREFIX - 1 };
-    as_replay_chunk ch = { .off = 0, .len = sizeof PREFIX - 1, .type = AS_CHUNK_TEXT_DELTA };
-    h.chunk = &ch; h.nchunks = 1;
-    r->tail = T_HANG;
-    r->ready_file = e->ready_file;
-    return translate(g, &h, 0);
-}
-
-// Queues r->out as the SSE response, a keep-alive comment first when
+// Queues r->sse as the SSE response, a keep-alive comment first when
 // keep-alives are on (DeepSeek sends them while it is busy).
 static enum MHD_Result stream(struct MHD_Connection *c, req *r)
 {
     if (S.keepalive_ms > 0) {
         as_buf ka = {0};
         as_buf_puts(&ka, ": keep-alive\n\n");
-        as_buf_put(&ka, r->out.p, r->out.n);
-        for (size_t i = 0; i < r->nends; i++) r->ends[i] += 14;
-        as_buf_free(&r->out);
-        r->out = ka;
+        as_buf_put(&ka, r->sse.out.p, r->sse.out.n);
+        for (size_t i = 0; i < r->sse.n; i++) r->sse.end[i] += 14;
+        as_buf_free(&r->sse.out);
+        r->sse.out = ka;
     }
     struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, reader, r, NULL);
     MHD_add_response_header(resp, "Content-Type", "text/event-stream; charset=utf-8");
@@ -598,6 +450,7 @@ static enum MHD_Result stream(struct MHD_Connection *c, req *r)
     snprintf(trace, sizeof trace, "%032lx", (unsigned long)r->n + 1);
     MHD_add_response_header(resp, "x-ds-trace-id", trace);
     r->status = 200;
+    r->deliver = 1;
     enum MHD_Result ret = MHD_queue_response(c, MHD_HTTP_OK, resp);
     MHD_destroy_response(resp);
     return ret;
@@ -606,19 +459,25 @@ static enum MHD_Result stream(struct MHD_Connection *c, req *r)
 // Serves entry idx to the request j: an early throw, or its stream.
 static enum MHD_Result serve_entry(struct MHD_Connection *c, req *r, const as_json *j, long idx)
 {
+    static const as_replay_limits lim = { AS_REPLAY_SEARCH_MS, &S.stop };
     r->entry = idx;
     const as_replay_entry *e = &S.sc.e[idx];
     if (e->kind == AS_REPLAY_THROW && e->nchunks == 0) return throw_early(c, r, e);
-    gen g = { .r = r };
+    as_sse_req q = { .lim = &lim };
     as_buf model = {0}, hay = {0};
-    gen_init(&g, j, &model, &hay);
+    sse_req_init(&q, r, j, &model, &hay);
+    char err[400];
     enum MHD_Result ret;
-    if (!generate(&g, e)) ret = stream(c, r);
+    r->tail = e->kind == AS_REPLAY_HANG ? T_HANG
+            : e->kind == AS_REPLAY_CHUNKS || !strcmp(e->code, "STREAM_CLOSED") ? T_DONE : T_ABORT;
+    r->ready_file = e->ready_file;
+    if (!as_sse_entry(e, &q, &r->sse, err, sizeof err)) ret = stream(c, r);
     else {
-        char msg[512];
-        snprintf(msg, sizeof msg, "replay-serve: entry %ld: %s", idx, g.err);
-        failure("request %ld: entry %ld: %s", r->n, idx, g.err);
-        as_buf_reset(&r->out);
+        // model call idx + 1 (counted from 1, as the agent does) is line idx + 1 of the script
+        char msg[600];
+        snprintf(msg, sizeof msg, "replay-serve: %s:%ld: call %ld: %s", S.path, idx + 1, idx + 1, err);
+        failure("%s", msg + 14);
+        as_sse_free(&r->sse);
         ret = respond_json(c, r, 500, "server_error", msg);
     }
     as_buf_free(&hay);
@@ -646,70 +505,181 @@ static enum MHD_Result serve(struct MHD_Connection *c, req *r, const char *url, 
     return ret;
 }
 
+// A request body refused (status 413: over --max-request-bytes; 503: the
+// bodies held at once would pass their bound): recorded and answered.
+static enum MHD_Result refuse_body(struct MHD_Connection *c, req *r)
+{
+    char msg[256];
+    if (r->reject == 413)
+        snprintf(msg, sizeof msg, "replay-serve: request %ld: the request body is over %zu bytes (--max-request-bytes)",
+                 r->n, S.max_body);
+    else
+        snprintf(msg, sizeof msg, "replay-serve: request %ld: too many request bodies at once (over %zu bytes held)",
+                 r->n, BODY_BUDGET * S.max_body);
+    failure("%s", msg + 14);
+    return respond_json(c, r, r->reject, r->reject == 413 ? "invalid_request_error" : "server_error", msg);
+}
+
+// The first call of a request (its header is complete): a body announced
+// over the limit is refused at once, before any of it is read.
+static enum MHD_Result request_start(struct MHD_Connection *c, void **con_cls)
+{
+    req *r = calloc(1, sizeof *r);
+    if (!r) return MHD_NO;
+    r->entry = -1;
+    r->conn = c;
+    pthread_mutex_lock(&S.mu);
+    r->n = S.requests++;
+    pthread_mutex_unlock(&S.mu);
+    *con_cls = r;
+    const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    char *end;
+    errno = 0;
+    unsigned long long len = cl ? strtoull(cl, &end, 10) : 0;
+    if (cl && (errno || len > S.max_body)) {
+        r->reject = 413;
+        return refuse_body(c, r);
+    }
+    return MHD_YES;
+}
+
+// A piece of the body: kept while within the limits, else discarded (the
+// answer goes out once the body is in: libmicrohttpd cannot answer earlier).
+static void body_piece(req *r, const char *p, size_t n)
+{
+    if (r->reject) return;
+    pthread_mutex_lock(&S.mu);
+    int over = r->body.n + n > S.max_body ? 413 : S.held + n > BODY_BUDGET * S.max_body ? 503 : 0;
+    if (!over) { S.held += n; r->held += n; }
+    pthread_mutex_unlock(&S.mu);
+    if (over) {
+        r->reject = over;
+        as_buf_free(&r->body);
+    } else {
+        as_buf_put(&r->body, p, n);
+    }
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                                   const char *version, const char *upload, size_t *upload_size, void **con_cls)
 {
     (void)cls; (void)version;
     req *r = *con_cls;
-    if (!r) {
-        r = calloc(1, sizeof *r);
-        if (!r) return MHD_NO;
-        r->entry = -1;
-        r->conn = c;
-        pthread_mutex_lock(&S.mu);
-        r->n = S.requests++;
-        pthread_mutex_unlock(&S.mu);
-        *con_cls = r;
-        return MHD_YES;
-    }
+    if (!r) return request_start(c, con_cls);
     if (*upload_size) {
-        as_buf_put(&r->body, upload, *upload_size);
+        body_piece(r, upload, *upload_size);
         *upload_size = 0;
         return MHD_YES;
     }
+    if (r->reject) return refuse_body(c, r);
     return serve(c, r, url, method);
+}
+
+// Was the scripted answer delivered? A stream to its end (a throw's prefix
+// to the cut, a hang's prefix), an early error response whole.
+static int delivered(const req *r, enum MHD_RequestTerminationCode tc)
+{
+    switch (r->tail) {
+    case T_DONE: return tc == MHD_REQUEST_TERMINATED_COMPLETED_OK;
+    case T_ABORT: return r->outcome && !strcmp(r->outcome, "aborted");
+    default: return r->hung;
+    }
 }
 
 static void on_done(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode tc)
 {
-    (void)cls; (void)c;
+    (void)cls;
     req *r = *con_cls;
     if (!r) return;
     if (r->owns_stream) {
-        if (r->tail == T_DONE && r->outcome && !strcmp(r->outcome, "complete") && tc != MHD_REQUEST_TERMINATED_COMPLETED_OK)
+        if (r->deliver && !delivered(r, tc)) {
             r->outcome = "client-closed";
-        if (r->tail != T_HANG && (!r->outcome || strcmp(r->outcome, "complete")) &&
-            tc == MHD_REQUEST_TERMINATED_CLIENT_ABORT)
-            r->outcome = "client-closed";
+            if (S.stop)
+                failure("request %ld: entry %ld: the stream was cut short by the shutdown (%zu of %zu bytes sent)",
+                        r->n, r->entry, r->pos, r->sse.out.n);
+            else
+                failure("request %ld: entry %ld: the client went away before the answer was delivered in full "
+                        "(%zu of %zu bytes sent)", r->n, r->entry, r->pos, r->sse.out.n);
+        }
         pthread_mutex_lock(&S.mu);
         S.busy = -1;
         pthread_mutex_unlock(&S.mu);
     }
+    pthread_mutex_lock(&S.mu);
+    S.held -= r->held;
+    pthread_mutex_unlock(&S.mu);
+    conn_mark(c, 0);
     log_request(r);
     as_buf_free(&r->body);
-    as_buf_free(&r->out);
-    free(r->ends);
+    as_sse_free(&r->sse);
     free(r);
     *con_cls = NULL;
 }
 
 // ---------------------------------------------------------------- main
-static long num_arg(const char *opt, const char *s, long max)
+static long num_arg(const char *opt, const char *s, long min, long max)
 {
     char *end;
     errno = 0;
     long v = strtol(s, &end, 10);
-    if (errno || *end || end == s || v < 0 || v > max) as_die(AS_TROUBLE, "invalid %s: %s", opt, s);
+    if (errno || *end || end == s || v < min || v > max) as_die(AS_TROUBLE, "invalid %s: %s", opt, s);
     return v;
 }
 
-static void write_port_file(const char *path, unsigned port)
+// The port into path, atomically: a temporary sibling renamed over it; on
+// failure nothing is left behind. 0, or -1 (errno set).
+static int write_port_file(const char *path, unsigned port)
 {
-    as_out *o = as_out_atomic(path, 0);
-    char b[16];
-    int n = snprintf(b, sizeof b, "%u\n", port);
-    as_out_write(o, b, (size_t)n);
-    as_out_commit(o);
+    as_buf tmp = {0};
+    as_buf_printf(&tmp, "%s.tmp.XXXXXX", path);
+    int fd = mkostemp(tmp.p, O_CLOEXEC), rc = -1;
+    if (fd >= 0) {
+        char b[16];
+        int n = snprintf(b, sizeof b, "%u\n", port);
+        int ok = write(fd, b, (size_t)n) == n && fsync(fd) == 0;
+        ok = close(fd) == 0 && ok;
+        if (ok && rename(tmp.p, path) == 0) rc = 0;
+        int e = errno;
+        if (rc) unlink(tmp.p);
+        errno = e;
+    }
+    as_buf_free(&tmp);
+    return rc;
+}
+
+// The script, and what the wire needs from every entry (file:line named).
+static void load_script(const char *path)
+{
+    as_replay_load(path, &S.sc);
+    for (size_t i = 0; i < S.sc.n; i++) {
+        as_replay_err err;
+        char where[48];
+        snprintf(where, sizeof where, "entry %zu", i);
+        if (as_replay_entry_servable(&S.sc.e[i], where, &err))
+            as_die_at(path, (long)i + 1, 0, "%s", err.msg);
+    }
+}
+
+static struct MHD_Daemon *listen_on(long port)
+{
+    struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    S.conns = as_xmalloc((S.max_conns + 1) * sizeof *S.conns);
+    unsigned idle_s = (unsigned)((S.idle_ms + 999) / 1000);
+    return MHD_start_daemon(
+        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC, 0, NULL, NULL, on_request, NULL,
+        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_NOTIFY_COMPLETED, on_done, NULL,
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, NULL,
+        MHD_OPTION_CONNECTION_LIMIT, S.max_conns + 1,   // one more: the newcomer that makes room
+        MHD_OPTION_CONNECTION_TIMEOUT, idle_s, MHD_OPTION_END);
+}
+
+// Until SIGTERM, SIGINT or SIGHUP; meanwhile connections late with their
+// request are closed.
+static void run(const sigset_t *set)
+{
+    struct timespec tick = { 0, 100 * 1000000L };
+    while (sigtimedwait(set, NULL, &tick) < 0) reap();
 }
 
 int main(int argc, char **argv)
@@ -719,21 +689,29 @@ int main(int argc, char **argv)
         { "log", required_argument, 0, 'l' }, { "keep-alive", required_argument, 0, 'k' },
         { "pace", required_argument, 0, 'd' }, { "ready-dir", required_argument, 0, 'r' },
         { "created", required_argument, 0, 'c' }, { "model", required_argument, 0, 'm' },
+        { "max-request-bytes", required_argument, 0, 'B' }, { "max-connections", required_argument, 0, 'C' },
+        { "idle-timeout", required_argument, 0, 'T' },
         { "help", no_argument, 0, 'h' }, { "version", no_argument, 0, 'V' }, { 0, 0, 0, 0 } };
     long port = 0;
     const char *port_file = NULL;
     as_setprog(argv[0]);
     S.created = (long long)time(NULL);
+    S.max_body = DEF_MAX_BODY;
+    S.max_conns = DEF_MAX_CONNS;
+    S.idle_ms = DEF_IDLE_S * 1000L;
     for (int ch; (ch = getopt_long(argc, argv, "p:l:h", lo, NULL)) != -1;) {
         switch (ch) {
-        case 'p': port = num_arg("--port", optarg, 65535); break;
+        case 'p': port = num_arg("--port", optarg, 0, 65535); break;
         case 'P': port_file = optarg; break;
         case 'l': S.log_path = optarg; break;
-        case 'k': S.keepalive_ms = num_arg("--keep-alive", optarg, 86400000); break;
-        case 'd': S.pace_ms = num_arg("--pace", optarg, 60000); break;
+        case 'k': S.keepalive_ms = num_arg("--keep-alive", optarg, 0, 86400000); break;
+        case 'd': S.pace_ms = num_arg("--pace", optarg, 0, 60000); break;
         case 'r': S.ready_dir = optarg; break;
-        case 'c': S.created = num_arg("--created", optarg, 1L << 40); break;
+        case 'c': S.created = num_arg("--created", optarg, 0, 1L << 40); break;
         case 'm': S.model = optarg; break;
+        case 'B': S.max_body = (size_t)num_arg("--max-request-bytes", optarg, 1, 1L << 30); break;
+        case 'C': S.max_conns = (unsigned)num_arg("--max-connections", optarg, 1, 4096); break;
+        case 'T': S.idle_ms = 1000L * num_arg("--idle-timeout", optarg, 1, 86400); break;
         case 'h': as_usage_exit(USAGE, 0);
         case 'V': as_version_exit();
         default: as_usage_exit(USAGE, AS_TROUBLE);
@@ -741,7 +719,7 @@ int main(int argc, char **argv)
     }
     if (argc - optind != 1) as_usage_exit(USAGE, AS_TROUBLE);
     S.path = argv[optind];
-    as_replay_load(S.path, &S.sc);
+    load_script(S.path);
     if (S.log_path && !(S.log = fopen(S.log_path, "w"))) as_die_sys("open %s", S.log_path);
 
     // Signals are taken synchronously by main; the server threads inherit the mask.
@@ -751,24 +729,23 @@ int main(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    struct MHD_Daemon *d = MHD_start_daemon(
-        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL, NULL, on_request, NULL,
-        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_NOTIFY_COMPLETED, on_done, NULL,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)0, MHD_OPTION_END);
+    struct MHD_Daemon *d = listen_on(port);
     if (!d) as_die(AS_TROUBLE, "unable to listen on 127.0.0.1:%ld", port);
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_LISTEN_FD);
     struct sockaddr_in got;
     socklen_t gl = sizeof got;
     if (!di || getsockname(di->listen_fd, (struct sockaddr *)&got, &gl)) as_die_sys("read the listening port");
     unsigned bound = ntohs(got.sin_port);
-    if (port_file) write_port_file(port_file, bound);
+    if (port_file && write_port_file(port_file, bound)) {
+        int e = errno;
+        MHD_stop_daemon(d);
+        errno = e;
+        as_die_sys("write the port file %s", port_file);
+    }
     printf("http://127.0.0.1:%u\n", bound);
     if (fflush(stdout)) as_die_sys("write stdout");
 
-    int sig;
-    sigwait(&set, &sig);
+    run(&set);
     S.stop = 1;
     MHD_stop_daemon(d);
 
@@ -776,5 +753,6 @@ int main(int argc, char **argv)
         failure("%s: %zu of %zu entries not consumed", S.path, S.sc.n - S.next, S.sc.n);
     if (S.log && fclose(S.log)) as_die_sys("close %s", S.log_path);
     as_replay_script_free(&S.sc);
-    return S.failures ? AS_NO : AS_OK;
+    free(S.conns);
+    return S.trouble ? AS_TROUBLE : S.failures ? AS_NO : AS_OK;
 }

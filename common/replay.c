@@ -2,9 +2,9 @@
 #include "acpsnap.h"
 #include "confine.h"
 #include "replay.h"
+#include "rx.h"
 
 #include <math.h>
-#include <regex.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -231,6 +231,134 @@ void as_replay_entry_free(as_replay_entry *e)
     free(e->code);
     free(e->ready_file);
     memset(e, 0, sizeof *e);
+}
+
+// ---------------------------------------------------------------- serving: the members of each chunk
+
+// What a member must be: a string, a non-negative safe integer or an object.
+enum { M_STR, M_INT, M_OBJ };
+typedef struct { const char *key; uint8_t type, required; } member;
+
+static const char *const member_what[] = {"a string", "a non-negative integer", "an object"};
+
+// Checks member `key` of object obj; 0, or -1 with err set.
+static int member_check(const as_json *j, int obj, const member *m, const char *where, as_replay_err *err)
+{
+    int v = as_json_get(j, obj, m->key);
+    if (v < 0) {
+        if (!m->required) return 0;
+        seterr(err, (long)j->t[obj].start, "%s: \"%s\" must be %s (it is missing)", where, m->key, member_what[m->type]);
+        return -1;
+    }
+    int64_t x = 0;
+    int ok = m->type == M_STR ? j->t[v].type == AS_JSTR
+           : m->type == M_OBJ ? j->t[v].type == AS_JOBJ
+           : as_json_int(j, v, &x) && x >= 0;
+    if (ok) return 0;
+    char repr[64];
+    short_repr(j, v, repr, sizeof repr);
+    seterr(err, (long)j->t[v].start, "%s: \"%s\" must be %s, not %s", where, m->key, member_what[m->type], repr);
+    return -1;
+}
+
+static int members_check(const as_json *j, int obj, const member *ms, size_t n, const char *where, as_replay_err *err)
+{
+    for (size_t k = 0; k < n; k++)
+        if (member_check(j, obj, &ms[k], where, err)) return -1;
+    return 0;
+}
+
+#define CHECK_MEMBERS(j, obj, ms, where, err) members_check((j), (obj), (ms), sizeof(ms) / sizeof *(ms), (where), (err))
+
+// The whole block of a block-end: its type, and the fields the wire carries.
+static int block_check(const as_json *j, int blk, const char *where, as_replay_err *err)
+{
+    static const member m_type[] = {{"type", M_STR, 1}};
+    static const member m_text[] = {{"text", M_STR, 1}};
+    static const member m_tool[] = {{"id", M_STR, 1}, {"name", M_STR, 0}, {"arguments", M_STR, 1}};
+    char w[160];
+    snprintf(w, sizeof w, "%s block", where);
+    if (CHECK_MEMBERS(j, blk, m_type, w, err)) return -1;
+    int ty = as_json_get(j, blk, "type");
+    if (as_json_streq(j, ty, "text") || as_json_streq(j, ty, "reasoning")) return CHECK_MEMBERS(j, blk, m_text, w, err);
+    if (as_json_streq(j, ty, "tool-call")) return CHECK_MEMBERS(j, blk, m_tool, w, err);
+    return 0;
+}
+
+static int finish_check(const as_json *j, int c, const char *where, as_replay_err *err)
+{
+    static const member m_kind[] = {{"kind", M_STR, 1}, {"failure", M_OBJ, 0}};
+    static const member m_code[] = {{"code", M_STR, 0}};
+    char w[160];
+    snprintf(w, sizeof w, "%s reason", where);
+    int r = as_json_get(j, c, "reason");
+    if (CHECK_MEMBERS(j, r, m_kind, w, err)) return -1;
+    int f = as_json_get(j, r, "failure");
+    snprintf(w, sizeof w, "%s reason.failure", where);
+    return f >= 0 ? CHECK_MEMBERS(j, f, m_code, w, err) : 0;
+}
+
+// The members of chunk c by its type (acpsnap-replay(5), "Stream chunks").
+static int chunk_members(const as_json *j, int c, int type, const char *where, as_replay_err *err)
+{
+    static const member m_start[] = {{"index", M_INT, 1}, {"blockType", M_STR, 1}};
+    static const member m_delta[] = {{"index", M_INT, 1}, {"text", M_STR, 1}};
+    static const member m_tool[] = {{"index", M_INT, 1}, {"id", M_STR, 1}, {"name", M_STR, 0}, {"argumentsDelta", M_STR, 1}};
+    static const member m_end[] = {{"index", M_INT, 1}, {"block", M_OBJ, 1}};
+    static const member m_usage[] = {{"usage", M_OBJ, 1}};
+    static const member m_tokens[] = {{"inputTokens", M_INT, 0}, {"outputTokens", M_INT, 0},
+                                      {"cacheReadTokens", M_INT, 0}, {"reasoningTokens", M_INT, 0}};
+    static const member m_finish[] = {{"reason", M_OBJ, 1}};
+    switch (type) {
+    case AS_CHUNK_BLOCK_START: return CHECK_MEMBERS(j, c, m_start, where, err);
+    case AS_CHUNK_TEXT_DELTA: case AS_CHUNK_REASONING_DELTA: return CHECK_MEMBERS(j, c, m_delta, where, err);
+    case AS_CHUNK_TOOL_CALL_DELTA: return CHECK_MEMBERS(j, c, m_tool, where, err);
+    case AS_CHUNK_BLOCK_END:
+        return CHECK_MEMBERS(j, c, m_end, where, err) || block_check(j, as_json_get(j, c, "block"), where, err) ? -1 : 0;
+    case AS_CHUNK_USAGE: {
+        if (CHECK_MEMBERS(j, c, m_usage, where, err)) return -1;
+        char w[160];
+        snprintf(w, sizeof w, "%s usage", where);
+        return CHECK_MEMBERS(j, as_json_get(j, c, "usage"), m_tokens, w, err);
+    }
+    default:
+        return CHECK_MEMBERS(j, c, m_finish, where, err) || finish_check(j, c, where, err) ? -1 : 0;
+    }
+}
+
+// Every {{fromRequest:…}} in the strings of chunk c must compile.
+static int chunk_placeholders(const as_json *j, int c, const char *where, as_replay_err *err)
+{
+    for (int t = c; t < (int)j->t[c].next; t++) {
+        if (j->t[t].type != AS_JSTR || !memmem(as_tok_p(j, t), as_tok_len(j, t), "{{fromRequest:", 14)) continue;
+        as_buf s = {0};
+        char msg[200];
+        as_json_str(j, t, &s);
+        int rc = as_replay_placeholders_check(s.p, s.n, msg, sizeof msg);
+        as_buf_free(&s);
+        if (rc) {
+            seterr(err, (long)j->t[t].start, "%s: %s", where, msg);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int as_replay_entry_servable(const as_replay_entry *e, const char *where, as_replay_err *err)
+{
+    as_json j = {0};
+    int rc = 0;
+    for (size_t k = 0; k < e->nchunks && !rc; k++) {
+        const as_replay_chunk *c = &e->chunk[k];
+        char w[128];
+        snprintf(w, sizeof w, "%s chunk %zu (%s)", where, k, as_chunk_type_names[c->type]);
+        if (as_json_parse(&j, e->json + c->off, c->len) != 0)   // cannot happen: the entry was valid
+            as_die(AS_TROUBLE, "internal error: a chunk of %s does not parse", where);
+        rc = chunk_members(&j, 0, c->type, w, err) || chunk_placeholders(&j, 0, w, err) ? -1 : 0;
+        if (rc && err->pos >= 0) err->pos += (long)c->off;
+    }
+    as_json_free(&j);
+    return rc;
 }
 
 void as_replay_script_push(as_replay_script *sc, as_replay_entry *e)
@@ -632,62 +760,107 @@ void as_replay_haystack(const as_json *j, int tok, as_buf *hay)
     leaves(j, tok, hay, &n);
 }
 
-// JavaScript class escapes that POSIX ERE lacks.
-static void js_to_ere(const char *p, size_t n, as_buf *out)
+static const char FROM_OPEN[] = "{{fromRequest:";
+
+// The placeholder as written, for messages: {{fromRequest:PATTERN}} with
+// control bytes escaped, the pattern cut at 60 bytes (whole UTF-8 chars).
+static void show_placeholder(const char *pat, size_t n, char *dst, size_t cap)
 {
-    static const char *const cls[][2] = {{"d", "[0-9]"}, {"D", "[^0-9]"}, {"w", "[A-Za-z0-9_]"},
-                                         {"W", "[^A-Za-z0-9_]"}, {"s", "[[:space:]]"}, {"S", "[^[:space:]]"}};
-    for (size_t i = 0; i < n; i++) {
-        if (p[i] == '\\' && i + 1 < n) {
-            const char *rep = NULL;
-            for (size_t k = 0; k < 6; k++)
-                if (p[i + 1] == cls[k][0][0]) rep = cls[k][1];
-            if (rep) as_buf_puts(out, rep);
-            else as_buf_put(out, p + i, 2);
-            i++;
-            continue;
-        }
-        as_buf_putc(out, p[i]);
+    as_buf b = {0};
+    as_buf_puts(&b, FROM_OPEN);
+    size_t cut = n;
+    if (cut > 60) {
+        cut = 57;
+        while (cut > 0 && ((unsigned char)pat[cut] & 0xC0) == 0x80) cut--;
     }
+    for (size_t i = 0; i < cut; i++) {
+        unsigned char c = (unsigned char)pat[i];
+        if (c == '\n') as_buf_puts(&b, "\\n");
+        else if (c == '\t') as_buf_puts(&b, "\\t");
+        else if (c < 0x20 || c == 0x7f) as_buf_printf(&b, "\\x%02x", c);
+        else as_buf_putc(&b, (char)c);
+    }
+    as_buf_puts(&b, cut < n ? "...}}" : "}}");
+    snprintf(dst, cap, "%s", b.p);
+    as_buf_free(&b);
+}
+
+// The next placeholder in t[cur..tn): 1 with the pattern at t[*po..*pc) and
+// the placeholder ending at *pc + 2; 0 when there is none (*po = tn); -1
+// when one is unterminated (*po: its pattern).
+static int next_placeholder(const char *t, size_t tn, size_t cur, size_t *o, size_t *po, size_t *pc)
+{
+    const char *f = memmem(t + cur, tn - cur, FROM_OPEN, sizeof FROM_OPEN - 1);
+    if (!f) { *o = *po = *pc = tn; return 0; }
+    *o = (size_t)(f - t);
+    *po = *o + sizeof FROM_OPEN - 1;
+    const char *c = memmem(t + *po, tn - *po, "}}", 2);
+    if (!c) { *pc = tn; return -1; }
+    *pc = (size_t)(c - t);
+    while (*pc + 2 < tn && t[*pc + 2] == '}') (*pc)++;   // a pattern may end in a {n} quantifier
+    return 1;
+}
+
+static int compile_pattern(const char *pat, size_t plen, as_rx **rx, char *err, size_t errn)
+{
+    char why[160], shown[128];
+    if (as_rx_compile(pat, plen, rx, why, sizeof why) == 0) return 0;
+    show_placeholder(pat, plen, shown, sizeof shown);
+    snprintf(err, errn, "%s: invalid pattern: %s", shown, why);
+    return -1;
 }
 
 // One pattern against hay: appends the last match's first group, else the
 // whole match.
-static int resolve_pattern(const char *pat, size_t plen, const as_buf *hay, as_buf *out, char *err, size_t errn)
+static int resolve_pattern(const char *pat, size_t plen, const as_buf *hay, const as_replay_limits *lim,
+                           as_buf *out, char *err, size_t errn)
 {
-    int shown = (int)(plen > 60 ? 60 : plen);
-    as_buf ere = {0};
-    js_to_ere(pat, plen, &ere);
-    regex_t re;
-    int rc = regcomp(&re, ere.p ? ere.p : "", REG_EXTENDED);
-    as_buf_free(&ere);
-    if (rc) {
-        char m[128];
-        regerror(rc, &re, m, sizeof m);
-        snprintf(err, errn, "fromRequest has an invalid pattern %.*s: %s", shown, pat, m);
-        return -1;
+    as_rx *rx;
+    if (compile_pattern(pat, plen, &rx, err, errn)) return -1;
+    long budget = lim && lim->budget_ms > 0 ? lim->budget_ms : AS_REPLAY_SEARCH_MS;
+    as_rx_limits rl = { as_now_ms() + budget, lim ? lim->stop : NULL };
+    const char *h = hay && hay->p ? hay->p : "";
+    size_t m[4];
+    int rc = as_rx_last(rx, h, hay ? hay->n : 0, &rl, m);
+    as_rx_free(rx);
+    if (rc == AS_RX_MATCH) {
+        int g = m[2] != AS_RX_NONE;
+        size_t so = m[g ? 2 : 0], eo = m[g ? 3 : 1], n = hay ? hay->n : 0;
+        // bytes are matched as they are: a span that cuts a character
+        // takes the whole of it, so the substitution stays UTF-8
+        while (so > 0 && ((unsigned char)h[so] & 0xC0) == 0x80) so--;
+        while (eo < n && ((unsigned char)h[eo] & 0xC0) == 0x80) eo++;
+        as_buf_put(out, h + so, eo - so);
+        return 0;
     }
-    const char *h = hay->p ? hay->p : "";
-    regmatch_t m[2];
-    regoff_t so = -1, eo = -1;
-    for (size_t off = 0; off <= hay->n && regexec(&re, h + off, 2, m, off ? REG_NOTBOL : 0) == 0;) {
-        int g = m[1].rm_so >= 0 ? 1 : 0;
-        so = (regoff_t)off + m[g].rm_so;
-        eo = (regoff_t)off + m[g].rm_eo;
-        off += m[0].rm_eo > 0 ? (size_t)m[0].rm_eo : 1;
+    char shown[128];
+    show_placeholder(pat, plen, shown, sizeof shown);
+    if (rc == AS_RX_NOMATCH) snprintf(err, errn, "%s matched nothing in the request", shown);
+    else if (rc == AS_RX_TIMEOUT)
+        snprintf(err, errn, "%s: the search took more than %ld ms (the limit of one placeholder)", shown, budget);
+    else snprintf(err, errn, "%s: the search was stopped (shutting down)", shown);
+    return -1;
+}
+
+int as_replay_placeholders_check(const char *t, size_t tn, char *err, size_t errn)
+{
+    size_t cur = 0, o, po, pc;
+    for (int r; (r = next_placeholder(t, tn, cur, &o, &po, &pc)) != 0; cur = pc + 2) {
+        if (r < 0) {
+            char shown[128];
+            show_placeholder(t + po, tn - po, shown, sizeof shown);
+            snprintf(err, errn, "%.*s has no closing }}", (int)(strlen(shown) - 2), shown);
+            return -1;
+        }
+        as_rx *rx;
+        if (compile_pattern(t + po, pc - po, &rx, err, errn)) return -1;
+        as_rx_free(rx);
     }
-    regfree(&re);
-    if (so < 0) {
-        snprintf(err, errn, "fromRequest pattern %.*s matched nothing in the request", shown, pat);
-        return -1;
-    }
-    as_buf_put(out, h + so, (size_t)(eo - so));
     return 0;
 }
 
-static const char FROM_OPEN[] = "{{fromRequest:";
-
-int as_replay_resolve_str(const as_json *j, int tok, const as_buf *hay, as_buf *out, char *err, size_t errn)
+int as_replay_resolve_str(const as_json *j, int tok, const as_buf *hay, const as_replay_limits *lim,
+                          as_buf *out, char *err, size_t errn)
 {
     const char *p = as_tok_p(j, tok);
     size_t n = as_tok_len(j, tok);
@@ -695,21 +868,16 @@ int as_replay_resolve_str(const as_json *j, int tok, const as_buf *hay, as_buf *
     as_buf txt = {0}, res = {0};
     as_json_str(j, tok, &txt);
     const char *t = txt.p;
-    size_t cur = 0, tn = txt.n;
-    int rc = 0;
-    for (;;) {
-        const char *o = memmem(t + cur, tn - cur, FROM_OPEN, sizeof FROM_OPEN - 1);
-        if (!o) { as_buf_put(&res, t + cur, tn - cur); break; }
-        size_t po = (size_t)(o - t) + sizeof FROM_OPEN - 1;
-        const char *c = memmem(t + po, tn - po, "}}", 2);
-        if (!c) { snprintf(err, errn, "fromRequest placeholder is unterminated"); rc = -1; break; }
-        size_t pc = (size_t)(c - t);
-        while (pc + 2 < tn && t[pc + 2] == '}') pc++;   // a pattern may end in a {n} quantifier
-        as_buf_put(&res, t + cur, (size_t)(o - t) - cur);
-        if (resolve_pattern(t + po, pc - po, hay, &res, err, errn)) { rc = -1; break; }
-        cur = pc + 2;
+    size_t cur = 0, tn = txt.n, o, po, pc;
+    int rc = as_replay_placeholders_check(t, tn, err, errn);
+    for (int r; !rc && (r = next_placeholder(t, tn, cur, &o, &po, &pc)) > 0; cur = pc + 2) {
+        as_buf_put(&res, t + cur, o - cur);
+        rc = resolve_pattern(t + po, pc - po, hay, lim, &res, err, errn);
     }
-    if (!rc) as_jstr_write(out, res.p ? res.p : "", res.n);
+    if (!rc) {
+        as_buf_put(&res, t + cur, tn - cur);
+        as_jstr_write(out, res.p, res.n);
+    }
     as_buf_free(&txt);
     as_buf_free(&res);
     return rc;
@@ -729,7 +897,7 @@ int as_replay_expand(const char *json, size_t len, const as_buf *hay, as_buf *ou
         if (j.t[i].type != AS_JSTR || !memmem(as_tok_p(&j, (int)i), as_tok_len(&j, (int)i), FROM_OPEN, sizeof FROM_OPEN - 1))
             continue;
         as_buf_put(out, json + last, j.t[i].start - last);
-        rc = as_replay_resolve_str(&j, (int)i, hay, out, err, errn);
+        rc = as_replay_resolve_str(&j, (int)i, hay, NULL, out, err, errn);
         last = j.t[i].end;
     }
     if (!rc) as_buf_put(out, json + last, len - last);

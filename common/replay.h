@@ -23,6 +23,8 @@
 
 #include "acpsnap.h"
 
+#include <signal.h>
+
 typedef enum { AS_REPLAY_CHUNKS = 0, AS_REPLAY_THROW, AS_REPLAY_HANG } as_replay_kind;
 
 // Stream chunk types (acpsnap-replay(5)).
@@ -59,6 +61,15 @@ typedef struct { char msg[256]; long pos; } as_replay_err;
 int as_replay_entry_parse(const char *s, size_t len, const char *where,
                           as_replay_entry *e, as_replay_err *err);
 void as_replay_entry_free(as_replay_entry *e);
+// Checks what replay-serve(1) translates from entry e (already parsed): each
+// chunk's members by its type, with their JSON types (acpsnap-replay(5),
+// "Stream chunks": index a non-negative integer, text/id/argumentsDelta
+// strings, name an optional string, block an object with a string type and
+// the strings of a text, reasoning or tool-call block, usage an object whose
+// token counts are non-negative integers, reason an object with a string
+// kind), and that every {{fromRequest:…}} placeholder compiles. `where`
+// names the entry. Returns 0, or -1 with *err (pos: the offset in e->json).
+int as_replay_entry_servable(const as_replay_entry *e, const char *where, as_replay_err *err);
 // Appends entry e (taking ownership of its contents) to sc.
 void as_replay_script_push(as_replay_script *sc, as_replay_entry *e);
 void as_replay_script_free(as_replay_script *sc);
@@ -112,20 +123,61 @@ void as_replay_from_session(const char *path, const char *override_path, int ski
                             as_replay_script *sc);
 
 // {{fromRequest:<regex>}} placeholders (acpsnap-replay(5)), resolved at stream
-// time against the live request. The pattern is JavaScript-flavoured; \d \w
-// \s and their negations are translated to POSIX ERE. The last match wins; its
-// first group, else the whole match, substitutes. Errors (a bad pattern, no
-// match, an unterminated placeholder) return -1 with a message in err.
+// time against the live request. The pattern is a POSIX extended regular
+// expression without back-references, with the JavaScript escapes \d \w \s
+// and their negations (rx.h), searched in linear time. The last match wins;
+// its first group, else the whole match, substitutes. Errors (a bad pattern,
+// no match, an unterminated placeholder, a search over its time limit)
+// return -1 with a message in err naming the placeholder, e.g.
+// "{{fromRequest:id=([0-9]+)}} matched nothing in the request".
+//
+// What may cut a search short: its time (budget_ms per placeholder; 0 or a
+// NULL limits: AS_REPLAY_SEARCH_MS) and a stop flag (NULL: none).
+#define AS_REPLAY_SEARCH_MS 1000
+typedef struct {
+    long budget_ms;
+    const volatile sig_atomic_t *stop;
+} as_replay_limits;
 //
 // Appends every string leaf of JSON value tok (the request messages), joined
 // by LF: the text the patterns search.
 void as_replay_haystack(const as_json *j, int tok, as_buf *hay);
 // Appends string token tok as a JSON string: its bytes verbatim when it holds
 // no placeholder, else resolved against hay and re-encoded (JSON.stringify).
-int as_replay_resolve_str(const as_json *j, int tok, const as_buf *hay, as_buf *out, char *err, size_t errn);
+// lim may be NULL.
+int as_replay_resolve_str(const as_json *j, int tok, const as_buf *hay, const as_replay_limits *lim,
+                          as_buf *out, char *err, size_t errn);
 // Appends the JSON value json[0..len) with every placeholder in its strings
-// resolved; unchanged bytes are copied through.
+// resolved (default limits); unchanged bytes are copied through.
 int as_replay_expand(const char *json, size_t len, const as_buf *hay, as_buf *out, char *err, size_t errn);
+// Checks the placeholders of decoded text t[0..n): each terminated and its
+// pattern compiling. 0, or -1 with the message in err.
+int as_replay_placeholders_check(const char *t, size_t n, char *err, size_t errn);
+
+// ---------------------------------------------------------------- wire.c
+// The DeepSeek chat-completions stream of one entry, as replay-serve(1)
+// sends it: chat.completion.chunk objects in DeepSeek's field order, one SSE
+// event ("data: …" and a blank line) each.
+typedef struct {
+    long request;                   // request number from 0: the chunk ids
+    long long created;              // the chunks' created value
+    const char *model; size_t model_len;   // the model echoed: JSON string bytes, quotes included
+    int include_usage;              // stream_options.include_usage: "usage":null on the other chunks
+    const as_buf *hay;              // the fromRequest haystack (NULL: empty)
+    const as_replay_limits *lim;    // of the fromRequest searches (NULL: defaults)
+} as_sse_req;
+typedef struct {
+    as_buf out;                     // the events, back to back
+    size_t *end; size_t n, cap;     // the end offset of each event in out
+} as_sse;
+// Appends the events of entry e to s: a chunks entry whole, through its
+// final chunk and "data: [DONE]"; a throw entry's prefix chunks; a hang
+// entry's fixed prefix (a text block holding "partial"). Every event is one
+// JSON value (or [DONE]) for any entry as_replay_entry_parse accepts;
+// as_replay_entry_servable makes sure nothing the wire needs is missing.
+// Returns 0, or -1 with err set (a placeholder that does not resolve).
+int as_sse_entry(const as_replay_entry *e, const as_sse_req *q, as_sse *s, char *err, size_t errn);
+void as_sse_free(as_sse *s);
 
 // The seedLength of a header line: 0 when absent or not a number. Dies when
 // it is negative or not an integer (file names the log).

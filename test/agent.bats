@@ -608,7 +608,7 @@ acpsnap-agent: replay: 2 of 2 entries not consumed\$"
     assert_equal "$AGENT_RC" 3
     assert_equal "$(sed -n 3,5p "$AG_DIR/out.jsonl" | sed "s/$SID/S/")" '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"S","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"Your code is XY-345."}}}}
 {"jsonrpc":"2.0","id":2,"result":{"stopReason":"end_turn"}}
-{"jsonrpc":"2.0","id":3,"error":{"code":-32603,"message":"replay: model call 2: fromRequest pattern nothing-like-this matched nothing in the request"}}'
+{"jsonrpc":"2.0","id":3,"error":{"code":-32603,"message":"replay: model call 2: {{fromRequest:nothing-like-this}} matched nothing in the request"}}'
     assert_equal "$(log_chunks | sed -n 2p)" '{"type":"text-delta","index":0,"text":"Your code is XY-345."}'
 }
 

@@ -28,6 +28,12 @@ text_entry() { # TEXT → a one-block text entry
     assert_equal "$stderr" 'replay-serve: invalid --port: 70000'
     run -2 --separate-stderr replay-serve --keep-alive x s.jsonl
     assert_equal "$stderr" 'replay-serve: invalid --keep-alive: x'
+    run -2 --separate-stderr replay-serve --max-connections 0 s.jsonl
+    assert_equal "$stderr" 'replay-serve: invalid --max-connections: 0'
+    run -2 --separate-stderr replay-serve --max-request-bytes 1k s.jsonl
+    assert_equal "$stderr" 'replay-serve: invalid --max-request-bytes: 1k'
+    run -2 --separate-stderr replay-serve --idle-timeout 0 s.jsonl
+    assert_equal "$stderr" 'replay-serve: invalid --idle-timeout: 0'
 }
 
 @test "replay-serve: a malformed script is refused before listening" {
@@ -40,6 +46,40 @@ text_entry() { # TEXT → a one-block text entry
     assert_regex "$stderr" '^replay-serve: s\.jsonl:2:1: '
     run -2 --separate-stderr replay-serve missing.jsonl
     assert_regex "$stderr" '^replay-serve: .*missing\.jsonl.*No such file or directory'
+}
+
+@test "replay-serve: what the wire needs from each chunk is checked at load, naming file:line, entry and chunk" {
+    printf '%s\n' "$(text_entry a)" '{"kind":"chunks","chunks":[{"type":"block-start","index":0,"blockType":"text"},{"type":"text-delta","index":0}]}' > s.jsonl
+    run -2 --separate-stderr replay-serve --port-file p s.jsonl
+    assert_equal "$stderr" 'replay-serve: s.jsonl:2: entry 1 chunk 1 (text-delta): "text" must be a string (it is missing)'
+    [ ! -e p ]
+    printf '%s\n' '{"kind":"throw","chunks":[{"type":"tool-call-delta","index":-1,"id":"c","argumentsDelta":""}],"message":"m","code":"PROVIDER"}' > s.jsonl
+    run -2 --separate-stderr replay-serve s.jsonl
+    assert_equal "$stderr" 'replay-serve: s.jsonl:1: entry 0 chunk 0 (tool-call-delta): "index" must be a non-negative integer, not -1'
+    text_entry '{{fromRequest:a{1,2}\1}}' > s.jsonl
+    run -2 --separate-stderr replay-serve s.jsonl
+    assert_equal "$stderr" 'replay-serve: s.jsonl:1: entry 0 chunk 1 (text-delta): {{fromRequest:a{1,2}\1}}: invalid pattern: back-references (\1) are not supported'
+}
+
+@test "replay-serve: a body over --max-request-bytes gets 413 and is a failure; the entry stays for the next request" {
+    text_entry a > s.jsonl
+    serve_start s.jsonl --max-request-bytes 64 --log log.jsonl
+    local big
+    big=$(jq -cn '{stream:true,messages:[{role:"user",content:("x" * 100)}]}')
+    run -0 curl -sS -w ' %{http_code}' --data-binary "$big" "$RS_URL/chat/completions"
+    assert_output '{"error":{"message":"replay-serve: request 0: the request body is over 64 bytes (--max-request-bytes)","type":"invalid_request_error","param":null,"code":"invalid_request_error"}} 413'
+    run -0 bash -c "printf '%s' '$big' | curl -sS -o /dev/null -w '%{http_code}' -T - -X POST '$RS_URL/chat/completions'"
+    assert_output 413
+    run -0 post '{"stream":true}'
+    assert_output --partial '"content":"a"'
+    serve_stop
+    assert_equal "$RS_STATUS" 1
+    assert_equal "$RS_STDERR" 'replay-serve: request 0: the request body is over 64 bytes (--max-request-bytes)
+replay-serve: request 1: the request body is over 64 bytes (--max-request-bytes)'
+    run -0 jq -c '[.request,.entry,.status,.outcome]' log.jsonl
+    assert_output '[0,null,413,"error"]
+[1,null,413,"error"]
+[2,0,200,"complete"]'
 }
 
 @test "replay-serve: serves a text turn in DeepSeek's chunk shape and exits 0 when all is consumed" {
@@ -240,9 +280,10 @@ replay-serve: request 2: no such endpoint: GET /models'
     run -0 post '{"stream":true,"messages":[{"role":"user","content":"id=12"},{"role":"tool","content":"id=345"}]}'
     assert_output --partial '"delta":{"content":"goal 345!"}'
     run -0 post '{"stream":true,"messages":[{"role":"user","content":"x"}]}'
-    assert_output --partial '"message":"replay-serve: entry 1: fromRequest pattern zzz matched nothing in the request"'
+    assert_output --partial '"message":"replay-serve: s.jsonl:2: call 2: {{fromRequest:zzz}} matched nothing in the request"'
     serve_stop
     assert_equal "$RS_STATUS" 1
+    assert_equal "$RS_STDERR" 'replay-serve: s.jsonl:2: call 2: {{fromRequest:zzz}} matched nothing in the request'
 }
 
 @test "replay-serve: listens on the loopback interface only" {

@@ -25,7 +25,7 @@ serve_stop() {
 }
 # post BODY [PATH]: one chat-completions request; the body on stdout.
 post() {
-    curl -sS -X POST -H 'Content-Type: application/json' --data-binary "$1" "$RS_URL${2:-/chat/completions}"
+    curl -sS --max-time 30 -X POST -H 'Content-Type: application/json' --data-binary "$1" "$RS_URL${2:-/chat/completions}"
 }
 # sse_decode: an SSE body on stdin → the provider-neutral entry it encodes.
 sse_decode() {

@@ -132,11 +132,21 @@ static void test_from_request(void)
     CHECK(expand(msgs, "[\"{{fromRequest:id: \\\\d+}}\",\"{{fromRequest:3c\\n\\nid}}\",\"plain \\u00e9\"]", &out, err, sizeof err) == 0);
     CHECK(out.p && !strcmp(out.p, "[\"id: 42\",\"3c\\n\\nid\",\"plain \\u00e9\"]"));
     CHECK(expand(msgs, "[\"{{fromRequest:zzz}}\"]", &out, err, sizeof err) == -1);
-    CHECK(!strcmp(err, "fromRequest pattern zzz matched nothing in the request"));
+    CHECK(!strcmp(err, "{{fromRequest:zzz}} matched nothing in the request"));
     CHECK(expand(msgs, "[\"{{fromRequest:goal\"]", &out, err, sizeof err) == -1);
-    CHECK(!strcmp(err, "fromRequest placeholder is unterminated"));
+    CHECK(!strcmp(err, "{{fromRequest:goal has no closing }}"));
     CHECK(expand(msgs, "[\"{{fromRequest:(g}}\"]", &out, err, sizeof err) == -1);
-    CHECK(!strncmp(err, "fromRequest has an invalid pattern (g: ", 39));
+    CHECK(!strcmp(err, "{{fromRequest:(g}}: invalid pattern: unmatched ("));
+    // back-references are refused, control bytes shown escaped
+    CHECK(expand(msgs, "[\"{{fromRequest:(g)\\n\\\\1}}\"]", &out, err, sizeof err) == -1);
+    CHECK(!strcmp(err, "{{fromRequest:(g)\\n\\1}}: invalid pattern: back-references (\\1) are not supported"));
+    CHECK(expand(msgs, "[\"{{fromRequest:(g)\\n\\\\x}}\"]", &out, err, sizeof err) == -1);
+    CHECK(!strcmp(err, "{{fromRequest:(g)\\n\\x}}: invalid pattern: unsupported escape \\x"));
+    CHECK(expand(msgs, "[\"{{fromRequest:\\n(z)}}\"]", &out, err, sizeof err) == -1);
+    CHECK(!strcmp(err, "{{fromRequest:\\n(z)}} matched nothing in the request"));
+    // a match that cuts a UTF-8 character takes the whole of it
+    CHECK(expand("[\"caf\\u00e9 ok\"]", "[\"{{fromRequest:caf.}}\"]", &out, err, sizeof err) == 0);
+    CHECK(out.p && !strcmp(out.p, "[\"caf\u00e9\"]"));
     as_buf_free(&out);
 }
 

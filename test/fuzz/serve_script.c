@@ -1,0 +1,81 @@
+// Fuzz target: a replay script as replay-serve loads and serves it. The
+// input is a script (one entry per line); each line goes through the entry
+// parser and the serving check (as_replay_entry_servable), and every entry
+// the parser accepts is rendered through the SSE translation replay-serve
+// uses (as_sse_entry), with the strings of the input's JSON lines as the
+// fromRequest haystack.
+// Every event must be "data: " and one JSON value the strict parser accepts
+// (or [DONE]), then a blank line; the event ends must tile the output.
+#include "acpsnap.h"
+#include "replay.h"
+#include <stdlib.h>
+#include <string.h>
+
+static void die_is_a_bug(int code)
+{
+    (void)code;
+    abort();
+}
+
+static void check_events(const as_sse *s)
+{
+    static as_json j;
+    size_t at = 0;
+    for (size_t k = 0; k < s->n; k++) {
+        size_t end = s->end[k];
+        if (end <= at || end > s->out.n) abort();
+        const char *e = s->out.p + at;
+        size_t n = end - at;
+        if (n < 8 || memcmp(e, "data: ", 6) || memcmp(e + n - 2, "\n\n", 2)) abort();
+        const char *v = e + 6;
+        size_t vn = n - 8;
+        if (memchr(v, '\n', vn)) abort();   // one line per event
+        if (!(vn == 6 && !memcmp(v, "[DONE]", 6)) && as_json_parse(&j, v, vn)) abort();
+        at = end;
+    }
+    if (at != s->out.n) abort();
+}
+
+static void render(const as_replay_entry *e, const as_buf *hay, long n)
+{
+    static const char model[] = "\"deepseek-chat\"";
+    as_sse_req q = { .request = n, .created = 1700000000, .model = model, .model_len = sizeof model - 1,
+                     .include_usage = (int)(n & 1), .hay = hay };
+    as_sse s = {0};
+    char err[400] = "";
+    if (as_sse_entry(e, &q, &s, err, sizeof err) == 0) check_events(&s);
+    else if (!err[0]) abort();
+    as_sse_free(&s);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    as_die_hook = die_is_a_bug;
+    const char *p = (const char *)data, *end = p + size;
+    // the haystack: the strings of every line that is JSON, as replay-serve
+    // takes them from a request (valid UTF-8, WTF-8 lone surrogates)
+    static as_json j;
+    as_buf hay = {0};
+    for (const char *q = p; q < end;) {
+        const char *nl = memchr(q, '\n', (size_t)(end - q));
+        size_t len = nl ? (size_t)(nl - q) : (size_t)(end - q);
+        if (as_json_parse(&j, q, len) == 0) as_replay_haystack(&j, 0, &hay);
+        q += len + 1;
+    }
+    for (long n = 0; p < end; n++) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
+        as_replay_entry e;
+        as_replay_err err;
+        if (as_replay_entry_parse(p, len, "entry", &e, &err)) {
+            if (!err.msg[0] || err.pos > (long)len) abort();
+            break;   // the script is refused at this line
+        }
+        if (as_replay_entry_servable(&e, "entry", &err) && (!err.msg[0] || err.pos > (long)e.len)) abort();
+        render(&e, &hay, n);   // also the entries the check refuses: the wire stays JSON
+        as_replay_entry_free(&e);
+        p += len + 1;
+    }
+    as_buf_free(&hay);
+    return 0;
+}

@@ -91,7 +91,9 @@ depcheck:
 PREP := $(if $(shell command -v dpkg-query 2>/dev/null),deps,depcheck)
 
 # The snapshot pipelines over scenarios/ (share/acpsnap.mk): SCENARIO=<glob>,
-# -jN runs N scenarios at once. `make replay` is keyless and writes nothing.
+# -jN runs N scenarios at once, SHARD=i/n one shard of them,
+# ACPSNAP_REPORT=junit:FILE writes a report. `make replay` is keyless and
+# writes nothing in the tree.
 ACPSNAP_SNAPSHOTS := scenarios
 ACPSNAP_PROFILE   := scenarios/acpsnap-agent.profile
 ACPSNAP_BIN       := $(CURDIR)/$(OUT)
@@ -200,6 +202,8 @@ install: all
 	[ -z "$(MAN7)" ] || install -m 644 $(MAN7) $(DESTDIR)$(MANDIR)/man7
 	for f in $(wildcard share/*.mk share/rules/*); do install -m 644 $$f $(DESTDIR)$(SHAREDIR); done
 	[ ! -f share/pre-commit ] || install -m 755 share/pre-commit $(DESTDIR)$(SHAREDIR)
+	install -d $(DESTDIR)$(SHAREDIR)/ci
+	for f in $(wildcard share/ci/*); do install -m 644 $$f $(DESTDIR)$(SHAREDIR)/ci; done
 
 uninstall:
 	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,$(notdir $(TOOLS) $(SCRIPTS) $(AGENT)))

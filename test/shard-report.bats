@@ -364,3 +364,10 @@ SPLIT_200="50 50 50 50"
     run -0 python3 -c 'import sys, yaml; d = yaml.safe_load(open(sys.argv[1])); print(d["replay"]["parallel"])' "$ROOT/share/ci/gitlab-ci.yml"
     assert_output 4
 }
+
+@test "ci templates: make install puts them under share/acpsnap/ci" {
+    run -0 make -s -n -C "$ROOT" install DESTDIR="$BATS_TEST_TMPDIR/d" PREFIX=/usr
+    assert_output --partial "install -d $BATS_TEST_TMPDIR/d/usr/share/acpsnap/ci"
+    assert_output --partial 'share/ci/github-actions.yml'
+    assert_output --partial 'share/ci/gitlab-ci.yml'
+}

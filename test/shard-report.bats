@@ -118,6 +118,7 @@ SPLIT_200="50 50 50 50"
 }
 
 @test "shards: the greedy assignment, exactly; an unknown scenario gets the median" {
+    local i
     tree t 4    # text-turn scn-001 scn-002 scn-003
     printf 'scn-001\t100\nscn-002\t300\ntext-turn\t250\n' > timings
     # scn-003 gets the median, 250. Longest first, ties by name: scn-002 300
@@ -127,6 +128,10 @@ SPLIT_200="50 50 50 50"
     assert_output $'scn-001\nscn-002'
     run -0 acpsnap-replay -d t --list --shard 2/2 --timings-in timings
     assert_output $'text-turn\nscn-003'
+    # an empty timings file: every scenario counts the same
+    : > timings
+    for i in 1 2 3; do acpsnap-replay -d t --list --shard $i/3 --timings-in timings; done > union
+    assert_equal "$(LC_ALL=C sort union)" "$(acpsnap-replay -d t --list | LC_ALL=C sort)"
     # equal durations: by name, each onto the lowest numbered lightest shard
     printf 'scn-001\t5\nscn-002\t5\nscn-003\t5\ntext-turn\t5\n' > timings
     run -0 acpsnap-replay -d t --list --shard 1/3 --timings-in timings

@@ -194,6 +194,12 @@ SPLIT_200="50 50 50 50"
     run -0 xmllint --noout --schema "$XSD" r.xml
     assert_equal "$(sed -n 2p r.xml)" '<testsuites name="acpsnap" tests="0" failures="0" errors="0" time="0.000">'
     assert_equal "$(cat r.tap)" $'TAP version 13\n1..0'
+    # through make: SHARD=, ACPSNAP_REPORT=, ACPSNAP_TIMINGS= taken as they are
+    printf 'ACPSNAP_SNAPSHOTS := t\nACPSNAP_BIN := %s\ninclude %s\n' "$BIN" "$ROOT/share/acpsnap.mk" > Makefile
+    run -0 make -s acpsnap-replay SHARD=$empty/8 'ACPSNAP_REPORT=junit:$(x)`r`.xml' ACPSNAP_TIMINGS=t.tsv
+    assert_line --regexp "^replay: 0 scenarios \(shard $empty/8 of 2\)"
+    run -0 xmllint --noout --schema "$XSD" '$(x)`r`.xml'
+    [ -f t.tsv ] && [ ! -s t.tsv ]
 }
 
 @test "reports: a run with a pass, a failure and a skip; JUnit validates against the schema, TAP says the same" {

@@ -5,7 +5,9 @@
 #   include /usr/local/share/acpsnap/acpsnap.mk
 #
 # Targets: acpsnap-replay acpsnap-record acpsnap-refresh acpsnap-update
-# (and acpsnap-list). SCENARIO=<glob> selects scenarios (default: all);
+# acpsnap-review (and acpsnap-list). SCENARIO=<glob> selects scenarios
+# (default: all); acpsnap-review asks about the pending entry of each
+# selected scenario a failing replay left (acpsnap-review(1));
 # `make -jN` runs N scenarios at once (ACPSNAP_JOBS=N does the same).
 # ACPSNAP_PROVIDER=replay-serve makes record play each scenario's
 # provider.jsonl from a loopback replay-serve instead of the live API.
@@ -37,8 +39,9 @@ export ACPSNAP_MK_JOBS = $(ACPSNAP_JOBS)
 export ACPSNAP_MK_BIN = $(ACPSNAP_BIN)
 _acpsnap = "$${ACPSNAP_MK_BIN:+$$ACPSNAP_MK_BIN/}acpsnap-replay" -d "$$ACPSNAP_MK_SNAPSHOTS" \
            $${ACPSNAP_MK_PROFILE:+-p "$$ACPSNAP_MK_PROFILE"} -j "$$ACPSNAP_MK_JOBS"
+_acpsnap_review = "$${ACPSNAP_MK_BIN:+$$ACPSNAP_MK_BIN/}acpsnap-review" -d "$$ACPSNAP_MK_SNAPSHOTS"
 
-.PHONY: acpsnap-replay acpsnap-record acpsnap-refresh acpsnap-update acpsnap-list
+.PHONY: acpsnap-replay acpsnap-record acpsnap-refresh acpsnap-update acpsnap-review acpsnap-list
 acpsnap-replay:
 	@$(_acpsnap) --mode replay -- "$$ACPSNAP_MK_SCENARIO"
 acpsnap-record:
@@ -47,5 +50,7 @@ acpsnap-refresh:
 	@$(_acpsnap) --mode refresh -- "$$ACPSNAP_MK_SCENARIO"
 acpsnap-update:
 	@$(_acpsnap) --mode update -- "$$ACPSNAP_MK_SCENARIO"
+acpsnap-review:
+	@$(_acpsnap_review) -- "$$ACPSNAP_MK_SCENARIO"
 acpsnap-list:
 	@$(_acpsnap) --list -- "$$ACPSNAP_MK_SCENARIO"

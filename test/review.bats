@@ -83,6 +83,10 @@ pending   text-turn'
     assert_equal "$(pending_names)" "handshake terse-turn "
     run -0 acpsnap-replay -d snap text-turn
     run -0 fixture-guard snap
+    # a file an entry would write, changed since to something else: stale
+    printf '{}\n' > snap/handshake/stdout.expected.jsonl
+    run -0 acpsnap-review -d snap --list
+    assert_line 'stale     handshake  (the committed files changed since it was written)'
 }
 
 @test "review: the failing part of update is pending too, session fixtures included" {
@@ -210,4 +214,26 @@ terse-turn: pruned (the committed files changed since it was written)'
     assert_equal "$stderr" 'acpsnap-review: no-such-dir: no such snapshots directory'
     run -2 --separate-stderr acpsnap-replay -d snap --apply-pending ../x
     assert_equal "$stderr" 'acpsnap-replay: ../x: not a scenario name (acpsnap-scenarios(5))'
+}
+
+@test "review: an entry's sidecars, and a sidecar two entries share: accepting both writes what refresh writes" {
+    # the agent with another system prompt: the pins' sidecars change
+    sed 's/Keep answers brief and factual/Keep answers short and factual/' agent > prompt-agent
+    cmp -s prompt-agent agent && skip "no patchable prompt in this agent build"
+    chmod +x prompt-agent
+    sed -i "s|^command = .*|command = $BATS_TEST_TMPDIR/prompt-agent|" snap/acpsnap-agent.profile
+    break_stdout text-turn pro-model-turn
+    run -1 acpsnap-replay -d snap text-turn pro-model-turn
+    assert_equal "$(cd "$PENDING" && find . -type f -path '*/files/*' | LC_ALL=C sort | tr '\n' ' ')" \
+        "./pro-model-turn/files/pro-model-turn/stdout.expected.jsonl ./pro-model-turn/files/text-turn/system-prompt.expected.md ./text-turn/files/text-turn/stdout.expected.jsonl ./text-turn/files/text-turn/system-prompt.expected.md "
+    cp -a snap want
+    ACPSNAP_PENDING=none run -0 acpsnap-refresh -d want text-turn pro-model-turn
+    # pro-model-turn first writes the prompt they share; text-turn's entry is
+    # not stale for it, since the file is already what the entry holds
+    run -0 acpsnap-review -d snap --accept-all
+    assert_output 'pro-model-turn: wrote pro-model-turn/stdout.expected.jsonl text-turn/system-prompt.expected.md
+text-turn: wrote text-turn/stdout.expected.jsonl'
+    assert_equal "$(tree_sum snap)" "$(tree_sum want)"
+    grep -q 'short and factual' snap/text-turn/system-prompt.expected.md
+    run -0 fixture-guard snap
 }

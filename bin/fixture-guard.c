@@ -7,6 +7,7 @@
 #include "sidecar.h"
 #include <dirent.h>
 #include <errno.h>
+#include <ftw.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,9 @@ static const char USAGE[] =
     "  -t, --table     the table's checks only: its rows (the name and path\n"
     "                  rules among them), header pins, and no scenario directory\n"
     "                  or file of one that is a symbolic link\n"
+    "  --unreferenced=reject|warn|delete\n"
+    "                  a directory the table does not name: a problem (the\n"
+    "                  default), a warning, or removed\n"
     "  -d, --discover  find every .jsonl under ROOT whose first line is a session\n"
     "                  header and check that it is canonical and projected\n"
     "  -h, --help      this text\n"
@@ -772,16 +776,50 @@ static void staging_entry(const char *dir, const char *name, int kind, const as_
     free(p);
 }
 
-// An entry of a snapshots directory: a directory no row names is an orphan.
+// --unreferenced: what becomes of a snapshot directory the table does not name.
+enum { UNREF_REJECT, UNREF_WARN, UNREF_DELETE };
+static int unreferenced = UNREF_REJECT;
+
+static int unlink_entry(const char *p, const struct stat *st, int flag, struct FTW *f)
+{
+    return remove(p);
+}
+
+// A directory of the snapshots directory no row names, nor any row's
+// configPath or sidecar source: rejected, warned about or removed (only a
+// real, non-hidden directory is; a hidden one or a link to a directory is
+// always a problem). Links inside it are removed, never followed.
+static void unreferenced_entry(const char *dir, const char *name, const as_table *t)
+{
+    for (size_t i = 0; i < t->n; i++) {
+        const as_scenario *s = &t->v[i];
+        const char *ref[] = {s->configPath, s->systemPromptSource, s->toolSchemasSource};
+        for (size_t k = 0; k < 3; k++)
+            if (ref[k] && !strcmp(ref[k], name)) return;
+    }
+    char *p = as_path_join(dir, name);
+    struct stat st;
+    int real = lstat(p, &st) == 0 && S_ISDIR(st.st_mode) && name[0] != '.';
+    if (!as_is_dir(p)) ;
+    else if (!real || unreferenced == UNREF_REJECT)
+        as_problem(&probs, p, 0, "a snapshot directory the table does not name");
+    else if (unreferenced == UNREF_WARN)
+        as_warn_at(p, 0, 0, "a snapshot directory the table does not name");
+    else {
+        if (nftw(p, unlink_entry, 16, FTW_DEPTH | FTW_PHYS) != 0) as_die_sys("remove %s", p);
+        as_warn_at(p, 0, 0, "removed: a snapshot directory the table does not name");
+    }
+    free(p);
+}
+
+// An entry of a snapshots directory: a staging entry, or a directory no
+// row names (unreferenced_entry).
 static void orphan_entry(const char *dir, const char *name, void *table)
 {
     int kind = staging_name(name);
     if (kind) { staging_entry(dir, name, kind, table); return; }
     if (as_table_find(table, name)) return;
-    char *p = as_path_join(dir, name);
-    if (as_is_dir(p))
-        as_problem(&probs, p, 0, "orphaned scenario directory: no row of scenarios.jsonl names it; register it or delete it");
-    free(p);
+    unreferenced_entry(dir, name, table);
 }
 
 // Every check of a snapshots directory against its table, in message order.
@@ -863,10 +901,21 @@ static int discover(const char *arg, void *ctx)
     return probs.count > before ? AS_NO : AS_OK;
 }
 
+// The --unreferenced argument; a bad one is a usage error.
+static int unreferenced_arg(const char *a)
+{
+    if (!strcmp(a, "reject")) return UNREF_REJECT;
+    if (!strcmp(a, "warn")) return UNREF_WARN;
+    if (!strcmp(a, "delete")) return UNREF_DELETE;
+    as_warn("--unreferenced: expected reject, warn or delete, not \"%s\"", a);
+    as_usage_exit(USAGE, AS_TROUBLE);
+}
+
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {
         {"list", no_argument, 0, 'l'}, {"table", no_argument, 0, 't'}, {"discover", no_argument, 0, 'd'},
+        {"unreferenced", required_argument, 0, 'u'},
         {"help", no_argument, 0, 'h'}, {"version", no_argument, 0, 'V'}, {0, 0, 0, 0},
     };
     int mode = G_CHECK, disc = 0, c;
@@ -876,6 +925,7 @@ int main(int argc, char **argv)
         case 'l': if (mode != G_CHECK) as_usage_exit(USAGE, AS_TROUBLE); mode = G_LIST; break;
         case 't': if (mode != G_CHECK) as_usage_exit(USAGE, AS_TROUBLE); mode = G_TABLE; break;
         case 'd': disc = 1; break;
+        case 'u': unreferenced = unreferenced_arg(optarg); break;
         case 'h': as_usage_exit(USAGE, 0);
         case 'V': as_version_exit();
         default: as_usage_exit(USAGE, AS_TROUBLE);

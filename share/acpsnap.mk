@@ -5,7 +5,9 @@
 #   include /usr/local/share/acpsnap/acpsnap.mk
 #
 # Targets: acpsnap-replay acpsnap-record acpsnap-refresh acpsnap-update
-# (and acpsnap-list). SCENARIO=<glob> selects scenarios (default: all);
+# acpsnap-review (and acpsnap-list). SCENARIO=<glob> selects scenarios
+# (default: all); acpsnap-review asks about the pending entry of each
+# selected scenario a failing replay left (acpsnap-review(1));
 # `make -jN` runs N scenarios at once (ACPSNAP_JOBS=N does the same).
 # SHARD=i/n runs shard i of n of the selection (ACPSNAP_TIMINGS_IN=FILE:
 # balanced by the durations an ACPSNAP_TIMINGS=FILE run wrote);
@@ -48,8 +50,9 @@ _acpsnap = ACPSNAP_REPORT="$$ACPSNAP_MK_REPORT" ACPSNAP_TIMINGS="$$ACPSNAP_MK_TI
            "$${ACPSNAP_MK_BIN:+$$ACPSNAP_MK_BIN/}acpsnap-replay" -d "$$ACPSNAP_MK_SNAPSHOTS" \
            $${ACPSNAP_MK_PROFILE:+-p "$$ACPSNAP_MK_PROFILE"} -j "$$ACPSNAP_MK_JOBS" \
            $${ACPSNAP_MK_SHARD:+--shard "$$ACPSNAP_MK_SHARD"}
+_acpsnap_review = "$${ACPSNAP_MK_BIN:+$$ACPSNAP_MK_BIN/}acpsnap-review" -d "$$ACPSNAP_MK_SNAPSHOTS"
 
-.PHONY: acpsnap-replay acpsnap-record acpsnap-refresh acpsnap-update acpsnap-list
+.PHONY: acpsnap-replay acpsnap-record acpsnap-refresh acpsnap-update acpsnap-review acpsnap-list
 acpsnap-replay:
 	@$(_acpsnap) --mode replay -- "$$ACPSNAP_MK_SCENARIO"
 acpsnap-record:
@@ -58,5 +61,7 @@ acpsnap-refresh:
 	@$(_acpsnap) --mode refresh -- "$$ACPSNAP_MK_SCENARIO"
 acpsnap-update:
 	@$(_acpsnap) --mode update -- "$$ACPSNAP_MK_SCENARIO"
+acpsnap-review:
+	@$(_acpsnap_review) -- "$$ACPSNAP_MK_SCENARIO"
 acpsnap-list:
 	@$(_acpsnap) --list -- "$$ACPSNAP_MK_SCENARIO"

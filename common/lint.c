@@ -262,6 +262,7 @@ static size_t path(scan *sc, size_t i)
     size_t p = i;
     if (lit_at(s, i, n, "/private/tmp/") || lit_at(s, i, n, "/private/var/folders/")) p = i + 8;
     size_t e = run(s, p, n, is_pathch);
+    while (e > p + 1 && strchr(".:!?", s[e - 1])) e--;   // the end of a sentence, not of the path
     int kind = -1;
     const char *what = NULL;
     if (lit_at(s, p, e, "/home/") || lit_at(s, p, e, "/Users/")) {

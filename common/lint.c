@@ -15,8 +15,6 @@ static const char *const KIND[AS_LK_N] = {
     "key", "bearer", "auth", "private-key", "home", "tmp", "time", "uuid", "epoch",
 };
 
-const char *as_lint_kind_name(int kind) { return kind >= 0 && kind < AS_LK_N ? KIND[kind] : NULL; }
-
 int as_lint_kind_of(const char *name, size_t n)
 {
     for (int k = 0; k < AS_LK_N; k++)

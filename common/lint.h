@@ -11,7 +11,7 @@
 #include "acpsnap.h"
 #include "table.h"
 
-// What a hit is. The names (as_lint_kind_name) are those of the allow-list.
+// What a hit is. Its names ("key", "bearer", ...) are those of the allow-list.
 typedef enum {
     AS_LK_KEY,        // a well-known API key shape (sk-, AKIA, ghp_, xoxb-, AIza, ...)
     AS_LK_BEARER,     // "Bearer <token>"
@@ -27,7 +27,6 @@ typedef enum {
 
 // 1 for the credential kinds (never exempted by a format place).
 static inline int as_lint_secret(int kind) { return kind <= AS_LK_PRIVKEY; }
-const char *as_lint_kind_name(int kind);    // "key", "bearer", ...; NULL when out of range
 int as_lint_kind_of(const char *name, size_t n);   // the kind named so, or -1
 
 // One hit in a line: [off, off + len) is the offending token, what a static

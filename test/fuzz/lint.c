@@ -17,7 +17,7 @@ typedef struct { size_t n, end; } seen;
 static void on_hit(void *ctx, const as_lint_hit *h)
 {
     seen *s = ctx;
-    if (h->len == 0 || h->off + h->len > s->n || h->off < s->end || h->pre > h->len || !as_lint_kind_name(h->kind)
+    if (h->len == 0 || h->off + h->len > s->n || h->off < s->end || h->pre > h->len || h->kind < 0 || h->kind >= AS_LK_N
         || !h->what)
         abort();
     s->end = h->off + h->len;

@@ -243,11 +243,13 @@ static size_t uuid(scan *sc, size_t i)
     return hit(sc, AS_LK_UUID, i - 8, 36, 0, "a UUID");
 }
 
-// An absolute path may start at i: no path byte before it (a JSON escape letter does not count).
+// An absolute path may start at i: no path byte before it (a JSON escape
+// letter does not count), and no placeholder ({{cwd}}/home/x is relative).
 static int path_start(const char *s, size_t i)
 {
     if (i == 0) return 1;
     int c = (unsigned char)s[i - 1];
+    if (c == '}') return 0;
     return !is_pathch(c) || c == '=' || c == ':' || c == '(' || c == '[' || esc_letter(s, i - 1);
 }
 

@@ -122,7 +122,7 @@ KEY=sk-0123456789abcdefABCDEF0123456789
     # a snapshot spill path (the comparison tokenizes it as {{spillLocator:…}})
     plant text-turn/session.jsonl 4 'Reply with' 'See /tmp/dsh-acp-snap-0123abcde/session-0123456789ab/0123456789ab-bash.txt and reply with'
     # placeholders
-    plant text-turn/stdout.expected.jsonl 3 '"PONG"' '"PONG {{time}} /home/{{user}}/x /tmp/{{tmp}}/y"'
+    plant text-turn/stdout.expected.jsonl 3 '"PONG"' '"PONG {{time}} /home/{{user}}/x /tmp/{{tmp}}/y {{cwd}}/home/alice/z"'
     # prose that only looks like it
     plant text-turn/system-prompt.expected.md 1 'Keep answers' 'Use a Bearer token. Set api_key=$KEY. Keep answers'
     run -0 --separate-stderr fixture-guard --lint-only s

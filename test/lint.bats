@@ -88,6 +88,17 @@ KEY=sk-0123456789abcdefABCDEF0123456789
     lint_says "fixture-guard: s/text-turn/session.jsonl:4:$(col text-turn/session.jsonl 4 /home/): a home path (/home/alice/proj) in a fixture; normalize it, or allow it in .acpsnap-allow"
 }
 
+@test "lint: the other home and temp path spellings" {
+    printf '%s\n' '{"t":"cd /Users/bob/src; ls /root/.ssh","w":"C:\\Users\\bob\\x","v":"(/private/var/folders/2g/T/x)"}' \
+        'tmp=/private/tmp/abc: done' >> s/text-turn/stdout.expected.jsonl
+    lint_says \
+        'fixture-guard: s/text-turn/stdout.expected.jsonl:5:10: a home path (/Users/bob/src) in a fixture; normalize it, or allow it in .acpsnap-allow' \
+        'fixture-guard: s/text-turn/stdout.expected.jsonl:5:29: a home path (/root/.ssh) in a fixture; normalize it, or allow it in .acpsnap-allow' \
+        'fixture-guard: s/text-turn/stdout.expected.jsonl:5:46: a home path (C:\\Users\\bob\\x) in a fixture; normalize it, or allow it in .acpsnap-allow' \
+        'fixture-guard: s/text-turn/stdout.expected.jsonl:5:71: a temp path (/private/var/folders/2g/T/x) in a fixture; normalize it, or allow it in .acpsnap-allow' \
+        'fixture-guard: s/text-turn/stdout.expected.jsonl:6:5: a temp path (/private/tmp/abc) in a fixture; normalize it, or allow it in .acpsnap-allow'
+}
+
 @test "lint: a temp path in a sidecar" {
     plant text-turn/system-prompt.expected.md 1 '{{cwd}}' '/tmp/acp-snap-cwd-Xy12Ab'
     lint_says "fixture-guard: s/text-turn/system-prompt.expected.md:1:39: a temp path (/tmp/acp-snap-cwd-Xy12Ab) in a fixture; normalize it, or allow it in .acpsnap-allow"

@@ -505,14 +505,14 @@ fixture-guard: s/no-model: a symbolic link; a scenario directory is a directory 
 
 @test "trouble: usage" {
     run -2 --separate-stderr fixture-guard
-    assert_equal "$stderr" 'usage: fixture-guard [--list | --table] DIR...'
+    assert_equal "$stderr" 'usage: fixture-guard [--list | --table | --no-lint | --lint-only] [--unreferenced=MODE] DIR...'
     run -2 --separate-stderr fixture-guard --list --discover s
-    assert_equal "$stderr" 'usage: fixture-guard [--list | --table] DIR...'
+    assert_equal "$stderr" 'usage: fixture-guard [--list | --table | --no-lint | --lint-only] [--unreferenced=MODE] DIR...'
 }
 
 @test "--help and --version" {
     run -0 fixture-guard --help
-    assert_line --index 0 'usage: fixture-guard [--list | --table] DIR...'
+    assert_line --index 0 'usage: fixture-guard [--list | --table | --no-lint | --lint-only] [--unreferenced=MODE] DIR...'
     run -0 fixture-guard --version
     assert_output --regexp '^fixture-guard \(acpsnap\) [0-9.]+$'
 }

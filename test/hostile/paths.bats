@@ -147,6 +147,13 @@ tools_scenario() {
 
 @test "hostile: a write_file to an absolute path outside the cwd" {
     tools_scenario absolute "$BATS_TEST_TMPDIR/victim/file"
+    # the guard's lint stops a fixture naming a temp path before any run ...
+    run acpsnap-replay -d snap absolute
+    assert_equal "$status" 1
+    assert_output --partial "snap/absolute/session.jsonl:4:73: a temp path ($BATS_TEST_TMPDIR/victim/file) in a fixture"
+    assert_output --partial 'fixture-guard failed; nothing was run'
+    # ... and allowed, the agent itself refuses the path
+    printf 'tmp absolute/* %s\n' "$BATS_TEST_TMPDIR/victim/file" > snap/.acpsnap-allow
     before
     run acpsnap-replay -d snap absolute
     after

@@ -376,21 +376,67 @@ static void walk_obj(ctx *c, const char *prefix, int ta, int tb)
     free(kb);
 }
 
-// Arrays element by element; the longer one's extra elements are added or removed.
+// One step of an array walk: element x of a (index i) against y of b
+// (index j), either absent (-1): changed ones under a's index, added ones
+// under b's.
+static void element(ctx *c, const char *prefix, int x, size_t i, int y, size_t j)
+{
+    size_t mark = c->path.n;
+    as_buf_printf(&c->path, "[%zu]", x >= 0 ? i : j);
+    if (x >= 0 && y >= 0) walk(c, prefix, x, y);
+    else if (x >= 0) member(c, prefix, 1, x);
+    else member(c, prefix, 2, y);
+    c->path.n = mark;
+    c->path.p[mark] = 0;
+}
+
+// Arrays: when the lengths differ (and the arrays are not too long), the
+// elements with equal bytes are aligned first (a longest common
+// subsequence), so an inserted element is one addition; the elements in
+// between are compared in order, the longer side's extras added or removed.
 static void walk_arr(ctx *c, const char *prefix, int ta, int tb)
 {
-    size_t mark = c->path.n, i = 0;
-    int x = as_json_first(&c->ja, ta), y = as_json_first(&c->jb, tb);
-    for (; x >= 0 || y >= 0; i++) {
-        as_buf_printf(&c->path, "[%zu]", i);
-        if (x >= 0 && y >= 0) walk(c, prefix, x, y);
-        else if (x >= 0) member(c, prefix, 1, x);
-        else member(c, prefix, 2, y);
-        c->path.n = mark;
-        c->path.p[mark] = 0;
-        if (x >= 0) x = as_json_nextel(&c->ja, x);
-        if (y >= 0) y = as_json_nextel(&c->jb, y);
+    size_t na = c->ja.t[ta].count, nb = c->jb.t[tb].count;
+    int *xa = as_xmalloc((na + 1) * sizeof *xa), *xb = as_xmalloc((nb + 1) * sizeof *xb);
+    size_t n = 0;
+    for (int x = as_json_first(&c->ja, ta); x >= 0; x = as_json_nextel(&c->ja, x)) xa[n++] = x;
+    n = 0;
+    for (int y = as_json_first(&c->jb, tb); y >= 0; y = as_json_nextel(&c->jb, y)) xb[n++] = y;
+    // anchors: matched (i, j) pairs, then (na, nb) as the last
+    size_t *ai = as_xmalloc((na + nb + 1) * sizeof *ai), *aj = as_xmalloc((na + nb + 1) * sizeof *aj), nk = 0;
+    if (na != nb && (na + 1) * (nb + 1) <= LCS_CELLS / 16) {
+        uint32_t *t = as_xmalloc((na + 1) * (nb + 1) * sizeof *t);
+#define T(i, j) t[(i) * (nb + 1) + (j)]
+#define EQ_EL(i, j) same_bytes(&c->ja, xa[i], &c->jb, xb[j])
+        for (size_t i = na + 1; i-- > 0;)
+            for (size_t j = nb + 1; j-- > 0;) {
+                if (i == na || j == nb) T(i, j) = 0;
+                else if (EQ_EL(i, j)) T(i, j) = T(i + 1, j + 1) + 1;
+                else T(i, j) = T(i + 1, j) >= T(i, j + 1) ? T(i + 1, j) : T(i, j + 1);
+            }
+        for (size_t i = 0, j = 0; i < na && j < nb;) {
+            if (EQ_EL(i, j) && T(i, j) == T(i + 1, j + 1) + 1) { ai[nk] = i++; aj[nk++] = j++; }
+            else if (T(i + 1, j) >= T(i, j + 1)) i++;
+            else j++;
+        }
+#undef EQ_EL
+#undef T
+        free(t);
     }
+    ai[nk] = na;
+    aj[nk] = nb;
+    size_t i = 0, j = 0;
+    for (size_t k = 0; k <= nk; k++) {
+        for (; i < ai[k] && j < aj[k]; i++, j++) element(c, prefix, xa[i], i, xb[j], j);
+        for (; i < ai[k]; i++) element(c, prefix, xa[i], i, -1, 0);
+        for (; j < aj[k]; j++) element(c, prefix, -1, 0, xb[j], j);
+        i++;
+        j++;
+    }
+    free(ai);
+    free(aj);
+    free(xa);
+    free(xb);
 }
 
 static void walk(ctx *c, const char *prefix, int ta, int tb)

@@ -529,7 +529,8 @@ static void pair(ctx *c, const as_jlines *a, size_t i, const as_jlines *b, size_
 
 // One differing region: removed lines del[0,nd) of a, inserted ins[0,ni) of
 // b. Lines with equal labels are paired in order (a longest common
-// subsequence of labels; by position when the region is too large).
+// subsequence of labels; by position when the region is too large); each
+// pair is a changed line, the others are removed or inserted whole.
 static void region(ctx *c, const as_jlines *a, const size_t *del, size_t nd,
                    const as_jlines *b, const size_t *ins, size_t ni)
 {
@@ -556,12 +557,15 @@ static void region(ctx *c, const as_jlines *a, const size_t *del, size_t nd,
         }
 #undef T
         free(t);
-    }
-    if (np == 0)   // no common label, or too large: by position
+    } else   // too large: by position
         for (; np < nd && np < ni; np++) pa[np] = pb[np] = np;
+    // Between two pairs, as many removed lines as inserted ones are
+    // replaced lines (their labels differ: a changed id, method or type).
     size_t i = 0, j = 0;
     for (size_t k = 0; k <= np; k++) {
         size_t ei = k < np ? pa[k] : nd, ej = k < np ? pb[k] : ni;
+        if (ei - i == ej - j)
+            for (; i < ei; i++, j++) pair(c, a, del[i], b, ins[j]);
         for (; i < ei; i++) whole(c, a, del[i], 1, &la[i], na[i]);
         for (; j < ej; j++) whole(c, b, ins[j], 2, &lb[j], nb[j]);
         if (k < np) { pair(c, a, del[i], b, ins[j]); i++; j++; }

@@ -63,6 +63,17 @@ setup() {
 line 3 → 4 $.params.update.content.text: "PONG" → "PING"'
 }
 
+@test "a line whose label changed, in place of another, is a changed line" {
+    sed 's/"id":3,/"id":4,/' old.jsonl > new.jsonl
+    run -1 acpsnap-jdiff old.jsonl new.jsonl
+    assert_equal "$output" 'line 4 $.id: 3 → 4'
+    sed -e 's/"id":3,/"id":4,/' -e '3d' old.jsonl > new.jsonl
+    run -1 acpsnap-jdiff old.jsonl new.jsonl
+    assert_equal "$output" '- line 3 (session/update agent_message_chunk)
+- line 4 (response id 3)
++ line 3 (response id 4)'
+}
+
 @test "session log lines are named by type; members added, removed, retyped" {
     cp "$ROOT/scenarios/text-turn/session.jsonl" a.jsonl
     sed '2d' a.jsonl > b.jsonl

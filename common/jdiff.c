@@ -580,6 +580,74 @@ static void region(ctx *c, const as_jlines *a, const size_t *del, size_t nd,
     free(pb);
 }
 
+// ----------------------------------------------------------------- unified
+
+// "START,LEN" of a hunk as diff -u writes it: ",1" left out, and for an
+// empty range the line before it.
+static void range(as_buf *b, size_t start, size_t len)
+{
+    if (len == 1) as_buf_printf(b, "%zu", start + 1);
+    else as_buf_printf(b, "%zu,%zu", len ? start + 1 : start, len);
+}
+
+static void uline(ctx *c, int side, const as_jlines *f, size_t i)
+{
+    if (side) color(c, side);
+    as_buf_putc(&c->line, side == 1 ? '-' : side == 2 ? '+' : ' ');
+    as_buf_put(&c->line, line_p(f, i), f->len[i]);
+    if (side) color(c, 0);
+    emit(c);
+}
+
+// The unified diff of script s, with o->context lines of context: hunks
+// closer than twice that are merged, and in each run of changes the
+// removed lines come before the inserted ones, as with diff -u.
+static void unified(ctx *c, const script *s, const as_jlines *a, const as_jlines *b)
+{
+    size_t n = s->n, w = (size_t)c->o->context;
+    size_t *pa = as_xmalloc((n + 1) * sizeof *pa), *pb = as_xmalloc((n + 1) * sizeof *pb);
+    pa[0] = pb[0] = 0;
+    for (size_t k = 0; k < n; k++) {
+        pa[k + 1] = pa[k] + (s->e[k].op != INS);
+        pb[k + 1] = pb[k] + (s->e[k].op != DEL);
+    }
+    as_buf_printf(&c->line, "--- %s", c->o->name_a ? c->o->name_a : "old");
+    emit(c);
+    as_buf_printf(&c->line, "+++ %s", c->o->name_b ? c->o->name_b : "new");
+    emit(c);
+    for (size_t k = 0; k < n;) {
+        size_t f = k;
+        while (f < n && s->e[f].op == EQ) f++;
+        if (f == n) break;
+        size_t start = f - k > w ? f - w : k, e = f;
+        for (;;) {
+            while (e < n && s->e[e].op != EQ) e++;
+            size_t g = e;
+            while (g < n && s->e[g].op == EQ) g++;
+            if (g < n && g - e <= 2 * w) e = g;
+            else break;
+        }
+        size_t end = n - e > w ? e + w : n;
+        as_buf_puts(&c->line, "@@ -");
+        range(&c->line, pa[start], pa[end] - pa[start]);
+        as_buf_puts(&c->line, " +");
+        range(&c->line, pb[start], pb[end] - pb[start]);
+        as_buf_puts(&c->line, " @@");
+        emit(c);
+        for (size_t q = start; q < end;) {
+            if (s->e[q].op == EQ) { uline(c, 0, a, pa[q]); q++; continue; }
+            size_t r = q;
+            while (r < end && s->e[r].op != EQ) r++;
+            for (size_t t = q; t < r; t++) if (s->e[t].op == DEL) uline(c, 1, a, pa[t]);
+            for (size_t t = q; t < r; t++) if (s->e[t].op == INS) uline(c, 2, b, pb[t]);
+            q = r;
+        }
+        k = end;
+    }
+    free(pa);
+    free(pb);
+}
+
 long as_jdiff(const as_jlines *a, const as_jlines *b, const as_jdiff_opt *o)
 {
     uint32_t *ida = as_xmalloc((a->n + 1) * sizeof *ida), *idb = as_xmalloc((b->n + 1) * sizeof *idb);
@@ -601,6 +669,7 @@ long as_jdiff(const as_jlines *a, const as_jlines *b, const as_jdiff_opt *o)
         differing += (long)(nd + ni);
         if (!o->quiet) region(&c, a, del, nd, b, ins, ni);
     }
+    if (differing && !o->quiet && o->unified) unified(&c, &s, a, b);
     free(del);
     free(ins);
     free(s.e);

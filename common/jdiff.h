@@ -41,11 +41,15 @@ typedef struct {
     int max;      // differences reported per line pair, then "… and K more" (0: no limit)
     int color;    // 1: old values red, new values green (ANSI SGR)
     int quiet;    // 1: report nothing, only count
+    int unified;  // 1: then the unified diff, with `context` lines of context
+    int context;
+    const char *name_a, *name_b;   // its "---" and "+++" names
     // Receives each report line (no LF).
     void (*emit)(void *ctx, const char *line, size_t n);
     void *ctx;
 } as_jdiff_opt;
-// Compares a (old) with b (new) and reports through o->emit. Returns the
+// Compares a (old) with b (new) and reports through o->emit (then, with
+// o->unified, the unified diff of the same alignment). Returns the
 // number of lines of either file not matched by an equal line (0: same).
 long as_jdiff(const as_jlines *a, const as_jlines *b, const as_jdiff_opt *o);
 

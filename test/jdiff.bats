@@ -136,6 +136,33 @@ line 1 … and 2 more'
     assert_equal "${#lines[@]}" 4
 }
 
+@test "-u, -U N: the summary, then the unified diff diff -u writes" {
+    sed -e 's/PONG/PING/' -e '1d' old.jsonl > new.jsonl
+    { cat old.jsonl; cat old.jsonl; } > old2.jsonl
+    { cat new.jsonl; echo '{"id":9,"result":{}}'; cat old.jsonl; } > new2.jsonl
+    local a b n
+    for n in 0 1 3; do
+        for a in old.jsonl old2.jsonl; do
+            for b in new.jsonl new2.jsonl; do
+                run -1 acpsnap-jdiff -U $n "$a" "$b"
+                n_summary=$(acpsnap-jdiff "$a" "$b" | wc -l)
+                assert_line --index "$n_summary" "--- $a"
+                assert_line --index $((n_summary + 1)) "+++ $b"
+                diff <(acpsnap-jdiff -U $n "$a" "$b" | tail -n +$((n_summary + 3))) <(diff -U $n "$a" "$b" | tail -n +3)
+            done
+        done
+    done
+    run -1 acpsnap-jdiff -u old.jsonl new.jsonl
+    assert_line --index 2 '--- old.jsonl'
+    assert_line --index 4 '@@ -1,4 +1,3 @@'
+    run -0 acpsnap-jdiff -u old.jsonl old.jsonl
+    assert_output ''
+    run -1 acpsnap-jdiff --unified=1 --color=always old.jsonl new.jsonl
+    assert_line --regexp $'^\e\\[31m-\\{"jsonrpc":"2.0","id":1,.*\e\\[m$'
+    assert_line --regexp $'^\e\\[32m\\+\\{"jsonrpc":"2.0","method":"session/update",.*"PING".*\e\\[m$'
+    assert_line ' {"jsonrpc":"2.0","id":3,"result":{"stopReason":"end_turn"}}'
+}
+
 @test "-q: the status only" {
     sed 's/PONG/PING/' old.jsonl > new.jsonl
     run -1 --separate-stderr acpsnap-jdiff -q old.jsonl new.jsonl

@@ -44,7 +44,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     as_jlines a = {0}, b = {0};
     if (!split(&a, &j, s, (size_t)(nul - s)) && !split(&b, &j, nul + 1, size - (size_t)(nul - s) - 1)) {
         long lines = 0;
-        as_jdiff_opt o = {.max = 3, .color = (int)(size & 1), .emit = check, .ctx = &lines};
+        as_jdiff_opt o = {.max = 3, .color = (int)(size & 1), .unified = (int)(size >> 1 & 1),
+                          .context = (int)(size >> 2 & 3), .emit = check, .ctx = &lines};
         long n = as_jdiff(&a, &b, &o);
         if ((n == 0) != same(&a, &b) || (n > 0) != (lines > 0)) abort();
         if (as_jdiff(&a, &a, &o) != 0 || as_jdiff(&b, &b, &o) != 0) abort();

@@ -1,6 +1,6 @@
 # acpsnap - record-once / replay-deterministic snapshot tests for ACP agents.
 # Targets: all check unit install uninstall clean bench fuzz fuzz-smoke deps
-# depcheck, and the pipelines replay record refresh update (see README).
+# depcheck, and the pipelines replay record refresh update review (see README).
 SHELL := /bin/bash
 .SHELLFLAGS := -o pipefail -ec
 
@@ -75,7 +75,7 @@ MAN1      := $(wildcard share/man/man1/*.1)
 MAN5      := $(wildcard share/man/man5/*.5)
 MAN7      := $(wildcard share/man/man7/*.7)
 
-.PHONY: all deps depcheck check test unit install uninstall clean bench fuzz fuzz-smoke replay record refresh update FORCE
+.PHONY: all deps depcheck check test unit install uninstall clean bench fuzz fuzz-smoke replay record refresh update review FORCE
 .SECONDARY:
 .DELETE_ON_ERROR:
 all: $(TOOLS) $(SCRIPTS) $(AGENT)
@@ -91,7 +91,10 @@ depcheck:
 PREP := $(if $(shell command -v dpkg-query 2>/dev/null),deps,depcheck)
 
 # The snapshot pipelines over scenarios/ (share/acpsnap.mk): SCENARIO=<glob>,
-# -jN runs N scenarios at once. `make replay` is keyless and writes nothing.
+# -jN runs N scenarios at once, SHARD=i/n one shard of them,
+# ACPSNAP_REPORT=junit:FILE writes a report. `make replay` is keyless and
+# writes nothing in the tree; a failing scenario leaves its new outputs in
+# .acpsnap/pending for `make review`.
 ACPSNAP_SNAPSHOTS := scenarios
 ACPSNAP_PROFILE   := scenarios/acpsnap-agent.profile
 ACPSNAP_BIN       := $(CURDIR)/$(OUT)
@@ -99,6 +102,10 @@ include share/acpsnap.mk
 replay record refresh update: $(PREP)
 	@$(MAKE) --no-print-directory all
 	@$(_acpsnap) --mode $@ -- "$$ACPSNAP_MK_SCENARIO"
+# What failing replays left pending (.acpsnap/pending): accept or reject each.
+review: $(PREP)
+	@$(MAKE) --no-print-directory all
+	@$(_acpsnap_review) -- "$$ACPSNAP_MK_SCENARIO"
 
 # The flags a flavour was built with: each stamp is rewritten (made newer)
 # only when its text changes, so objects rebuild when the compile flags
@@ -200,6 +207,8 @@ install: all
 	[ -z "$(MAN7)" ] || install -m 644 $(MAN7) $(DESTDIR)$(MANDIR)/man7
 	for f in $(wildcard share/*.mk share/rules/*); do install -m 644 $$f $(DESTDIR)$(SHAREDIR); done
 	[ ! -f share/pre-commit ] || install -m 755 share/pre-commit $(DESTDIR)$(SHAREDIR)
+	install -d $(DESTDIR)$(SHAREDIR)/ci
+	for f in $(wildcard share/ci/*); do install -m 644 $$f $(DESTDIR)$(SHAREDIR)/ci; done
 
 uninstall:
 	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,$(notdir $(TOOLS) $(SCRIPTS) $(AGENT)))

@@ -5,8 +5,10 @@
 #include "norm.h"
 #include "table.h"
 #include "sidecar.h"
+#include "lint.h"
 #include <dirent.h>
 #include <errno.h>
+#include <ftw.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,16 +16,23 @@
 #include <unistd.h>
 
 static const char USAGE[] =
-    "usage: fixture-guard [--list | --table] DIR...\n"
+    "usage: fixture-guard [--list | --table | --no-lint | --lint-only] [--unreferenced=MODE] DIR...\n"
     "       fixture-guard --discover ROOT...\n"
     "Checks each snapshots directory DIR against DIR/scenarios.jsonl: required,\n"
     "missing, orphaned and stray files, canonical projected fixtures with\n"
     "tokenized request headers, header pins and their sidecars, the table rows\n"
-    "and every input.json. Prints one line per problem; exit 1 when any.\n"
+    "and every input.json, then lints every fixture for secrets and volatile\n"
+    "values that escaped normalization (DIR/.acpsnap-allow lists exceptions).\n"
+    "Prints one line per problem; exit 1 when any.\n"
     "  -l, --list      print each scenario and its roles instead of checking\n"
     "  -t, --table     the table's checks only: its rows (the name and path\n"
     "                  rules among them), header pins, and no scenario directory\n"
     "                  or file of one that is a symbolic link\n"
+    "  --unreferenced=reject|warn|delete\n"
+    "                  a directory the table does not name: a problem (the\n"
+    "                  default), a warning, or removed\n"
+    "  -n, --no-lint   skip the secret and volatile lint of the fixtures\n"
+    "  -L, --lint-only only the secret and volatile lint (and the table)\n"
     "  -d, --discover  find every .jsonl under ROOT whose first line is a session\n"
     "                  header and check that it is canonical and projected\n"
     "  -h, --help      this text\n"
@@ -772,16 +781,50 @@ static void staging_entry(const char *dir, const char *name, int kind, const as_
     free(p);
 }
 
-// An entry of a snapshots directory: a directory no row names is an orphan.
+// --unreferenced: what becomes of a snapshot directory the table does not name.
+enum { UNREF_REJECT, UNREF_WARN, UNREF_DELETE };
+static int unreferenced = UNREF_REJECT;
+
+static int unlink_entry(const char *p, const struct stat *st, int flag, struct FTW *f)
+{
+    return remove(p);
+}
+
+// A directory of the snapshots directory no row names, nor any row's
+// configPath or sidecar source: rejected, warned about or removed (only a
+// real, non-hidden directory is; a hidden one or a link to a directory is
+// always a problem). Links inside it are removed, never followed.
+static void unreferenced_entry(const char *dir, const char *name, const as_table *t)
+{
+    for (size_t i = 0; i < t->n; i++) {
+        const as_scenario *s = &t->v[i];
+        const char *ref[] = {s->configPath, s->systemPromptSource, s->toolSchemasSource};
+        for (size_t k = 0; k < 3; k++)
+            if (ref[k] && !strcmp(ref[k], name)) return;
+    }
+    char *p = as_path_join(dir, name);
+    struct stat st;
+    int real = lstat(p, &st) == 0 && S_ISDIR(st.st_mode) && name[0] != '.';
+    if (!as_is_dir(p)) ;
+    else if (!real || unreferenced == UNREF_REJECT)
+        as_problem(&probs, p, 0, "a snapshot directory the table does not name");
+    else if (unreferenced == UNREF_WARN)
+        as_warn_at(p, 0, 0, "a snapshot directory the table does not name");
+    else {
+        if (nftw(p, unlink_entry, 16, FTW_DEPTH | FTW_PHYS) != 0) as_die_sys("remove %s", p);
+        as_warn_at(p, 0, 0, "removed: a snapshot directory the table does not name");
+    }
+    free(p);
+}
+
+// An entry of a snapshots directory: a staging entry, or a directory no
+// row names (unreferenced_entry).
 static void orphan_entry(const char *dir, const char *name, void *table)
 {
     int kind = staging_name(name);
     if (kind) { staging_entry(dir, name, kind, table); return; }
     if (as_table_find(table, name)) return;
-    char *p = as_path_join(dir, name);
-    if (as_is_dir(p))
-        as_problem(&probs, p, 0, "orphaned scenario directory: no row of scenarios.jsonl names it; register it or delete it");
-    free(p);
+    unreferenced_entry(dir, name, table);
 }
 
 // Every check of a snapshots directory against its table, in message order.
@@ -799,7 +842,8 @@ static void check_dir(const char *dir, const as_table *t, scen *sv)
     free(ov);
 }
 
-enum { G_CHECK, G_LIST, G_TABLE };
+enum { G_CHECK, G_LIST, G_TABLE, G_LINT };
+static int lint = 1;        // the secret and volatile lint (common/lint.c), --no-lint clears it
 
 static int guard_dir(const char *arg, void *ctx)
 {
@@ -812,12 +856,13 @@ static int guard_dir(const char *arg, void *ctx)
     as_table_load(tpath, &t, as_problem_report, &probs);
     scen *sv = calloc(t.n + 1, sizeof *sv);
     if (!sv) as_die(AS_TROUBLE, "out of memory");
-    probs.quiet = mode == G_LIST;
+    probs.quiet = mode == G_LIST || mode == G_LINT;   // --lint-only: the pin rules are not its business
     check_classes(&t, sv);
     probs.quiet = 0;
     if (mode == G_LIST) list_dir(&t, sv);
     else if (mode == G_TABLE) table_links(dir, &t);
-    else check_dir(dir, &t, sv);
+    else if (mode == G_CHECK) check_dir(dir, &t, sv);
+    if ((mode == G_CHECK && lint) || mode == G_LINT) as_lint_tree(dir, &t, &probs);
     free(sv);
     as_table_free(&t);
     free(tpath);
@@ -863,25 +908,40 @@ static int discover(const char *arg, void *ctx)
     return probs.count > before ? AS_NO : AS_OK;
 }
 
+// The --unreferenced argument; a bad one is a usage error.
+static int unreferenced_arg(const char *a)
+{
+    if (!strcmp(a, "reject")) return UNREF_REJECT;
+    if (!strcmp(a, "warn")) return UNREF_WARN;
+    if (!strcmp(a, "delete")) return UNREF_DELETE;
+    as_warn("--unreferenced: expected reject, warn or delete, not \"%s\"", a);
+    as_usage_exit(USAGE, AS_TROUBLE);
+}
+
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {
         {"list", no_argument, 0, 'l'}, {"table", no_argument, 0, 't'}, {"discover", no_argument, 0, 'd'},
+        {"unreferenced", required_argument, 0, 'u'},
+        {"no-lint", no_argument, 0, 'n'}, {"lint-only", no_argument, 0, 'L'},
         {"help", no_argument, 0, 'h'}, {"version", no_argument, 0, 'V'}, {0, 0, 0, 0},
     };
     int mode = G_CHECK, disc = 0, c;
     as_setprog(argv[0]);
-    while ((c = getopt_long(argc, argv, "ltdhV", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "ltdnLhV", opts, NULL)) != -1) {
         switch (c) {
         case 'l': if (mode != G_CHECK) as_usage_exit(USAGE, AS_TROUBLE); mode = G_LIST; break;
         case 't': if (mode != G_CHECK) as_usage_exit(USAGE, AS_TROUBLE); mode = G_TABLE; break;
         case 'd': disc = 1; break;
+        case 'u': unreferenced = unreferenced_arg(optarg); break;
+        case 'n': lint = 0; break;
+        case 'L': if (mode != G_CHECK) as_usage_exit(USAGE, AS_TROUBLE); mode = G_LINT; break;
         case 'h': as_usage_exit(USAGE, 0);
         case 'V': as_version_exit();
         default: as_usage_exit(USAGE, AS_TROUBLE);
         }
     }
-    if (optind >= argc || (mode != G_CHECK && disc)) as_usage_exit(USAGE, AS_TROUBLE);
+    if (optind >= argc || (mode != G_CHECK && disc) || (mode == G_LINT && !lint)) as_usage_exit(USAGE, AS_TROUBLE);
     int worst = AS_OK;
     for (int i = optind; i < argc; i++) {
         int r = disc ? discover(argv[i], NULL) : guard_dir(argv[i], &mode);

@@ -9,7 +9,7 @@
 #                     compiles the probes; BATS_LIB_PATH (default /usr/lib/bats)
 #                     is where bats-support and bats-assert must be.
 set -e
-PKGS="build-essential pkg-config clang libzstd-dev libjq-dev libonig-dev libcurl4-openssl-dev libmicrohttpd-dev bats bats-support bats-assert parallel jq zstd time bc valgrind curl git"
+PKGS="build-essential pkg-config clang libzstd-dev libjq-dev libonig-dev libcurl4-openssl-dev libmicrohttpd-dev bats bats-support bats-assert parallel jq zstd time bc valgrind curl git libxml2-utils"
 
 check() {
     CC=${CC:-cc}
@@ -20,7 +20,7 @@ check() {
     note() { echo "deps: note: $*" >&2; }
     have() { command -v "$1" >/dev/null 2>&1; }
 
-    for c in "${CC%% *}" make bash jq zstd bats curl git clang flock; do
+    for c in "${CC%% *}" make bash jq zstd bats curl git clang flock xmllint; do
         have "$c" || miss "command: $c"
     done
     # header [cflags]: compiles #include <header>

@@ -31,7 +31,50 @@ guard_says() {
 
 @test "orphaned scenario directory" {
     mkdir s/extra
-    guard_says 'fixture-guard: s/extra: orphaned scenario directory: no row of scenarios.jsonl names it; register it or delete it'
+    guard_says 'fixture-guard: s/extra: a snapshot directory the table does not name'
+}
+
+@test "--unreferenced: reject (the default), warn, delete" {
+    mkdir -p s/extra/sub s/.hidden
+    printf 'x\n' > s/extra/sub/f
+    printf 'keep\n' > outside
+    ln -s "$BATS_TEST_TMPDIR/outside" s/extra/link
+    ln -s "$BATS_TEST_TMPDIR" s/extra/dirlink
+    run -1 --separate-stderr fixture-guard s
+    assert_equal "$stderr" 'fixture-guard: s/.hidden: a snapshot directory the table does not name
+fixture-guard: s/extra: a snapshot directory the table does not name'
+    run -1 --separate-stderr fixture-guard --unreferenced=reject s
+    assert_equal "$stderr" 'fixture-guard: s/.hidden: a snapshot directory the table does not name
+fixture-guard: s/extra: a snapshot directory the table does not name'
+    rmdir s/.hidden
+    run -0 --separate-stderr fixture-guard --unreferenced=warn s
+    assert_equal "$stderr" 'fixture-guard: s/extra: a snapshot directory the table does not name'
+    [ -d s/extra/sub ]
+    run -0 --separate-stderr fixture-guard --unreferenced=delete s
+    assert_equal "$output" ''
+    assert_equal "$stderr" 'fixture-guard: s/extra: removed: a snapshot directory the table does not name'
+    [ ! -e s/extra ] && [ ! -L s/extra ]
+    # the links were removed, not followed
+    assert_equal "$(cat outside)" keep
+    [ -d "$BATS_TEST_TMPDIR/s/no-model" ]
+    run -0 --separate-stderr fixture-guard --unreferenced=delete s
+    assert_equal "$stderr" ''
+}
+
+@test "--unreferenced: a link to a directory and a hidden directory are problems in every mode, never removed" {
+    mkdir elsewhere .x
+    ln -s "$BATS_TEST_TMPDIR/elsewhere" s/linked
+    mkdir s/.hidden
+    run -1 --separate-stderr fixture-guard --unreferenced=delete s
+    assert_equal "$stderr" 'fixture-guard: s/.hidden: a snapshot directory the table does not name
+fixture-guard: s/linked: a snapshot directory the table does not name'
+    [ -L s/linked ] && [ -d elsewhere ] && [ -d s/.hidden ]
+    run -1 fixture-guard --unreferenced=warn s
+}
+
+@test "--unreferenced: a bad value is a usage error" {
+    run -2 --separate-stderr fixture-guard --unreferenced=maybe s
+    assert_equal "${stderr%%$'\n'*}" 'fixture-guard: --unreferenced: expected reject, warn or delete, not "maybe"'
 }
 
 @test "missing scenario directory" {
@@ -333,8 +376,8 @@ guard_says() {
     table_set authored-error '.name="a\nb"'
     guard_says 'fixture-guard: s/scenarios.jsonl:4: scenario name "../../tmp/victim" breaks the name rule: a '"'/'"' in the name; see acpsnap-scenarios(5)' \
         'fixture-guard: s/scenarios.jsonl:6: scenario name "a\nb" breaks the name rule: a control character in the name; see acpsnap-scenarios(5)' \
-        'fixture-guard: s/authored-error: orphaned scenario directory: no row of scenarios.jsonl names it; register it or delete it' \
-        'fixture-guard: s/no-model: orphaned scenario directory: no row of scenarios.jsonl names it; register it or delete it'
+        'fixture-guard: s/authored-error: a snapshot directory the table does not name' \
+        'fixture-guard: s/no-model: a snapshot directory the table does not name'
     table_set pin-turn '.name="-rf"'
     run -1 fixture-guard --table s
     assert_line --index 0 'fixture-guard: s/scenarios.jsonl:1: scenario name "-rf" breaks the name rule: a name starting with '"'.'"' or '"'-'"'; see acpsnap-scenarios(5)'
@@ -462,14 +505,14 @@ fixture-guard: s/no-model: a symbolic link; a scenario directory is a directory 
 
 @test "trouble: usage" {
     run -2 --separate-stderr fixture-guard
-    assert_equal "$stderr" 'usage: fixture-guard [--list | --table] DIR...'
+    assert_equal "$stderr" 'usage: fixture-guard [--list | --table | --no-lint | --lint-only] [--unreferenced=MODE] DIR...'
     run -2 --separate-stderr fixture-guard --list --discover s
-    assert_equal "$stderr" 'usage: fixture-guard [--list | --table] DIR...'
+    assert_equal "$stderr" 'usage: fixture-guard [--list | --table | --no-lint | --lint-only] [--unreferenced=MODE] DIR...'
 }
 
 @test "--help and --version" {
     run -0 fixture-guard --help
-    assert_line --index 0 'usage: fixture-guard [--list | --table] DIR...'
+    assert_line --index 0 'usage: fixture-guard [--list | --table | --no-lint | --lint-only] [--unreferenced=MODE] DIR...'
     run -0 fixture-guard --version
     assert_output --regexp '^fixture-guard \(acpsnap\) [0-9.]+$'
 }
@@ -517,3 +560,4 @@ fixture-guard: s/no-model: a symbolic link; a scenario directory is a directory 
     assert_equal "$stderr" 'fixture-guard: s/plain-turn/session.jsonl:12: malformed reasoning-chunks row: dt length 27 does not match 29 members
 fixture-guard: s/no-model/stdout.expected.jsonl: missing; every scenario needs its expected stdout'
 }
+

@@ -78,6 +78,8 @@ run_page() {
 @test "man-examples: acpsnap-exchange(1)" { run_page man1/acpsnap-exchange.1; }
 @test "man-examples: acpsnap-jdiff(1)" { run_page man1/acpsnap-jdiff.1; }
 @test "man-examples: acpsnap-replay(1)" { run_page man1/acpsnap-replay.1; }
+@test "man-examples: acpsnap-report(1)" { run_page man1/acpsnap-report.1; }
+@test "man-examples: acpsnap-review(1)" { run_page man1/acpsnap-review.1; }
 @test "man-examples: fixture-guard(1)" { run_page man1/fixture-guard.1; }
 @test "man-examples: jsonl-pack(1)" { run_page man1/jsonl-pack.1; }
 @test "man-examples: jsonl-project(1)" { run_page man1/jsonl-project.1; }

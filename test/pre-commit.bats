@@ -23,7 +23,7 @@ setup() {
     mkdir tests/snap/orphan
     run -1 --separate-stderr "$HOOK"
     assert_equal "$stderr" "$(printf '%s\n' \
-        'fixture-guard: tests/snap/orphan: orphaned scenario directory: no row of scenarios.jsonl names it; register it or delete it' \
+        'fixture-guard: tests/snap/orphan: a snapshot directory the table does not name' \
         'acpsnap pre-commit: fixture problems above; fix them or commit with --no-verify')"
 }
 

@@ -62,7 +62,8 @@ tree_sum() { (cd "$1" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sh
     expected=$(grep -l '"status":"pending"' snap/*/stdout.expected.jsonl | xargs -n1 dirname | xargs -n1 basename | sort)
     [ -n "$expected" ]
     run -1 acpsnap-replay -d snap -j 2
-    assert_equal "$(sed -nE 's/^FAIL +([a-z0-9-]+) .*/\1/p' <<<"$output" | sort)" "$expected"
+    # at -j2 each verdict line starts with its [k/n] completion count
+    assert_equal "$(sed -nE 's/^(\[ *[0-9]+\/[0-9]+\] )?FAIL +([a-z0-9-]+) .*/\2/p' <<<"$output" | sort)" "$expected"
     assert_output --partial '"status":"pendinG"'
 }
 
@@ -70,7 +71,7 @@ tree_sum() { (cd "$1" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sh
     copy_tree
     local before; before=$(tree_sum snap)
     ACPSNAP_PROVIDER=replay-serve run -0 acpsnap-record -d snap -j 2
-    refute_output --regexp '^recorded '
+    refute_output --regexp '^(\[ *[0-9]+/[0-9]+\] )?recorded '
     assert_equal "$(tree_sum snap)" "$before"
 }
 

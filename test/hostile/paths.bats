@@ -203,7 +203,7 @@ victim_scenario() {
     run -1 fixture-guard snap
     assert_output "fixture-guard: snap/scenarios.jsonl:2: scenario name \"a\\nb\" breaks the name rule: a control character in the name; see acpsnap-scenarios(5)
 fixture-guard: snap/a
-b: orphaned scenario directory: no row of scenarios.jsonl names it; register it or delete it"
+b: a snapshot directory the table does not name"
     run acpsnap-replay -d snap
     after
     assert_equal "$status" 2

@@ -1,0 +1,751 @@
+// lint.c - the secret and volatile lint of committed fixtures (lint.h,
+// fixture-guard(1) LINT): one linear pass per line, each detector keyed on
+// the first byte of what it finds, bounded look-behind only.
+#include "acpsnap.h"
+#include "lint.h"
+#include "confine.h"
+#include <dirent.h>
+#include <errno.h>
+#include <fnmatch.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static const char *const KIND[AS_LK_N] = {
+    "key", "bearer", "auth", "private-key", "home", "tmp", "time", "uuid", "epoch",
+};
+
+int as_lint_kind_of(const char *name, size_t n)
+{
+    for (int k = 0; k < AS_LK_N; k++)
+        if (strlen(KIND[k]) == n && !memcmp(KIND[k], name, n)) return k;
+    return -1;
+}
+
+// ---------------------------------------------------------------- bytes
+
+static int is_digit(int c) { return c >= '0' && c <= '9'; }
+static int is_upper(int c) { return c >= 'A' && c <= 'Z'; }
+static int is_alpha(int c) { return is_upper(c) || (c >= 'a' && c <= 'z'); }
+static int is_alnum(int c) { return is_alpha(c) || is_digit(c); }
+static int is_hex(int c) { return is_digit(c) || ((c | 32) >= 'a' && (c | 32) <= 'f'); }
+static int lower(int c) { return is_upper(c) ? c | 32 : c; }
+// A key body byte: [A-Za-z0-9_-].
+static int is_keych(int c) { return is_alnum(c) || c == '_' || c == '-'; }
+// A token byte of a bearer or header value: [A-Za-z0-9._~+/=-].
+static int is_tokch(int c) { return is_keych(c) || c == '.' || c == '~' || c == '+' || c == '/' || c == '='; }
+// A byte of a path token: anything but white space, quotes, a backslash,
+// control bytes and the punctuation that ends a path in prose or shell.
+static int is_pathch(int c)
+{
+    return c > ' ' && c != '"' && c != '\'' && c != '`' && c != '\\' && c != '<' && c != '>'
+           && c != '|' && c != ';' && c != ',' && c != ')' && c != ']' && c != '}' && c != 127;
+}
+
+// 1 when s[k] is the letter of a JSON escape (\n, \t, ...): text starts after it.
+static inline int esc_letter(const char *s, size_t k)
+{
+    char c = s[k];
+    if (c != 'n' && c != 'r' && c != 't' && c != 'b' && c != 'f') return 0;
+    return k >= 1 && s[k - 1] == '\\' && !(k >= 2 && s[k - 2] == '\\');
+}
+
+// A word starts at i: no letter, digit or underscore before it (a JSON escape letter does not count).
+static int word_start(const char *s, size_t i)
+{
+    if (i == 0) return 1;
+    int c = (unsigned char)s[i - 1];
+    return !(is_alnum(c) || c == '_') || esc_letter(s, i - 1);
+}
+
+// Case-insensitive literal (lowercase lit) at s[i].
+static int ci_at(const char *s, size_t i, size_t n, const char *lit)
+{
+    size_t k = strlen(lit);
+    if (i + k > n) return 0;
+    for (size_t j = 0; j < k; j++) if (lower((unsigned char)s[i + j]) != lit[j]) return 0;
+    return 1;
+}
+
+static int lit_at(const char *s, size_t i, size_t n, const char *lit)
+{
+    size_t k = strlen(lit);
+    return i + k <= n && !memcmp(s + i, lit, k);
+}
+
+// End of the run of bytes in class f from i.
+static size_t run(const char *s, size_t i, size_t n, int (*f)(int))
+{
+    while (i < n && f((unsigned char)s[i])) i++;
+    return i;
+}
+
+// ---------------------------------------------------------------- the scanner
+
+typedef struct {
+    const char *s;
+    size_t n;
+    unsigned flags;
+    as_lint_fn fn;
+    void *ctx;
+    size_t count;
+    size_t last;       // end of the last hit: nothing before it is reported again
+    size_t dt_end;     // (session) the end of the "dt" array being read
+} scan;
+
+// Reports [off, off + len) unless a format place holds it; returns the end.
+static size_t hit(scan *sc, int kind, size_t off, size_t len, size_t pre, const char *what)
+{
+    int fmt = !as_lint_secret(kind) && (sc->flags & AS_LF_HEADER);
+    if (!fmt && off >= sc->last) {
+        as_lint_hit h = { kind, off, len, pre, what };
+        sc->fn(sc->ctx, &h);
+        sc->count++;
+    }
+    sc->last = off + len;
+    return off + len;
+}
+
+// A bearer/header value: 16 token bytes or more, or 8 or more with a digit.
+static int secretish(const char *s, size_t a, size_t e)
+{
+    if (e - a >= 16) return 1;
+    if (e - a < 8) return 0;
+    for (size_t i = a; i < e; i++) if (is_digit((unsigned char)s[i])) return 1;
+    return 0;
+}
+
+static int has_digit(const char *s, size_t a, size_t e)
+{
+    for (size_t i = a; i < e; i++) if (is_digit((unsigned char)s[i])) return 1;
+    return 0;
+}
+
+// "Bearer <token>" at i (case-insensitive scheme): the end of the hit, or 0.
+static size_t bearer(scan *sc, size_t i)
+{
+    const char *s = sc->s;
+    size_t n = sc->n;
+    if (!ci_at(s, i, n, "bearer") || !word_start(s, i)) return 0;
+    size_t a = i + 6;
+    if (a >= n || (s[a] != ' ' && s[a] != '\t')) return 0;
+    while (a < n && (s[a] == ' ' || s[a] == '\t')) a++;
+    size_t e = run(s, a, n, is_tokch);
+    if (!secretish(s, a, e)) return 0;
+    return hit(sc, AS_LK_BEARER, i, e - i, a - i, "a bearer token");
+}
+
+// The names whose values are credentials, lowercase.
+static const char *const AUTH[] = { "authorization", "x-api-key", "api-key", "api_key" };
+
+// An Authorization / x-api-key / api-key / api_key member or header line at
+// i, "name": "value", name: value or name=value: the end of the hit, or 0.
+static size_t auth(scan *sc, size_t i)
+{
+    const char *s = sc->s;
+    size_t n = sc->n;
+    if (i > 0 && is_alnum((unsigned char)s[i - 1]) && !esc_letter(s, i - 1)) return 0;
+    size_t k = 0;
+    while (k < 4 && !ci_at(s, i, n, AUTH[k])) k++;
+    if (k == 4) return 0;
+    size_t a = i + strlen(AUTH[k]);
+    if (a < n && (is_keych((unsigned char)s[a]))) return 0;   // a longer name
+    if (a < n && s[a] == '\\') a++;
+    if (a < n && s[a] == '"') a++;
+    while (a < n && (s[a] == ' ' || s[a] == '\t')) a++;
+    if (a >= n || (s[a] != ':' && s[a] != '=')) return 0;
+    a++;
+    while (a < n && (s[a] == ' ' || s[a] == '\t')) a++;
+    if (a < n && s[a] == '\\') a++;
+    if (a < n && s[a] == '"') a++;
+    if (ci_at(s, a, n, "bearer ")) return bearer(sc, a);
+    if (ci_at(s, a, n, "basic ") || ci_at(s, a, n, "token ")) {
+        while (a < n && s[a] != ' ') a++;
+        while (a < n && s[a] == ' ') a++;
+    }
+    size_t e = run(s, a, n, is_tokch);
+    if (!secretish(s, a, e)) return 0;
+    return hit(sc, AS_LK_AUTH, a, e - a, 0, k == 0 ? "an Authorization value" : k == 1 ? "an x-api-key value" : "an api-key value");
+}
+
+// A key of fixed prefix pre (matched already) at i with a body of class f
+// from i + strlen(pre): at least min bytes (exactly min when exact), a
+// digit in it when digit; ends at a non-body byte.
+static size_t key_shape(scan *sc, size_t i, const char *pre, int (*f)(int), size_t min, int exact, int digit, const char *what)
+{
+    const char *s = sc->s;
+    size_t n = sc->n, a = i + strlen(pre);
+    size_t e = run(s, a, n, f);
+    if (e - a < min || (exact && e - a != min)) return 0;
+    if (e < n && is_alnum((unsigned char)s[e])) return 0;
+    if (digit && !has_digit(s, a, e)) return 0;
+    return hit(sc, AS_LK_KEY, i, e - i, strlen(pre), what);
+}
+
+static int is_upnum(int c) { return is_upper(c) || is_digit(c); }
+
+// The API key shapes keyed on their first byte at i (a word start): the end of the hit, or 0.
+static size_t key(scan *sc, size_t i)
+{
+    const char *s = sc->s;
+    size_t n = sc->n;
+    if (i > 0 && (is_keych((unsigned char)s[i - 1])) && !esc_letter(s, i - 1)) return 0;
+    switch (s[i]) {
+    case 's':
+        if (lit_at(s, i, n, "sk-ant-")) return key_shape(sc, i, "sk-ant-", is_keych, 20, 0, 1, "an Anthropic API key");
+        if (lit_at(s, i, n, "sk-")) return key_shape(sc, i, "sk-", is_keych, 20, 0, 1, "an API key");
+        return 0;
+    case 'A':
+        if (lit_at(s, i, n, "AKIA")) return key_shape(sc, i, "AKIA", is_upnum, 16, 1, 0, "an AWS access key id");
+        if (lit_at(s, i, n, "ASIA")) return key_shape(sc, i, "ASIA", is_upnum, 16, 1, 0, "an AWS access key id");
+        if (lit_at(s, i, n, "AIza")) return key_shape(sc, i, "AIza", is_keych, 35, 0, 0, "a Google API key");
+        return 0;
+    case 'g':
+        if (lit_at(s, i, n, "github_pat_")) return key_shape(sc, i, "github_pat_", is_keych, 20, 0, 0, "a GitHub token");
+        if (lit_at(s, i, n, "gh") && i + 3 < n && strchr("posur", s[i + 2]) && s[i + 3] == '_')
+            return key_shape(sc, i, "ghp_", is_alnum, 30, 0, 0, "a GitHub token");
+        return 0;
+    case 'x':
+        if (lit_at(s, i, n, "xox") && i + 4 < n && strchr("abp", s[i + 3]) && s[i + 3] && s[i + 4] == '-')
+            return key_shape(sc, i, "xoxb-", is_keych, 10, 0, 1, "a Slack token");
+        return 0;
+    }
+    return 0;
+}
+
+// -----BEGIN ... PRIVATE KEY----- at i: the end of the hit, or 0.
+static size_t private_key(scan *sc, size_t i)
+{
+    const char *s = sc->s;
+    size_t n = sc->n;
+    if (!lit_at(s, i, n, "-----BEGIN ")) return 0;
+    size_t lim = i + 11 + 40 < n ? i + 11 + 40 : n;
+    static const char tail[] = "PRIVATE KEY-----";
+    const char *m = memmem(s + i + 11, lim - (i + 11), tail, sizeof tail - 1);
+    if (!m) return 0;
+    return hit(sc, AS_LK_PRIVKEY, i, (size_t)(m - s) + sizeof tail - 1 - i, 11, "a private key block");
+}
+
+// dsh UUID_RE at u: 8-4-4-4-12 hex digits.
+static int uuid_at(const char *u)
+{
+    for (int k = 0; k < 36; k++) {
+        int c = (unsigned char)u[k];
+        if (k == 8 || k == 13 || k == 18 || k == 23) { if (c != '-') return 0; }
+        else if (!is_hex(c)) return 0;
+    }
+    return 1;
+}
+
+// A '-' at i that is the first dash of a UUID: the end of it, or 0.
+static size_t uuid(scan *sc, size_t i)
+{
+    if (i < 8 || i + 28 > sc->n || i - 8 < sc->last || !uuid_at(sc->s + i - 8)) return 0;
+    if (sc->flags & AS_LF_SESSION) { sc->last = i + 28; return i + 28; }   // scrub --session tokenizes every UUID
+    return hit(sc, AS_LK_UUID, i - 8, 36, 0, "a UUID");
+}
+
+// An absolute path may start at i: no path byte before it (a JSON escape
+// letter does not count), and no placeholder ({{cwd}}/home/x is relative).
+static int path_start(const char *s, size_t i)
+{
+    if (i == 0) return 1;
+    int c = (unsigned char)s[i - 1];
+    if (c == '}') return 0;
+    return !is_pathch(c) || c == '=' || c == ':' || c == '(' || c == '[' || esc_letter(s, i - 1);
+}
+
+// A path at i ('/'): home and temp directories. The end of the hit, or 0.
+static size_t path(scan *sc, size_t i)
+{
+    const char *s = sc->s;
+    size_t n = sc->n;
+    if (!path_start(s, i)) return 0;
+    size_t p = i;
+    if (lit_at(s, i, n, "/private/tmp/") || lit_at(s, i, n, "/private/var/folders/")) p = i + 8;
+    size_t e = run(s, p, n, is_pathch);
+    while (e > p + 1 && strchr(".:!?", s[e - 1])) e--;   // the end of a sentence, not of the path
+    int kind = -1;
+    const char *what = NULL;
+    if (lit_at(s, p, e, "/home/") || lit_at(s, p, e, "/Users/")) {
+        size_t u = p + (s[p + 1] == 'h' ? 6 : 7);
+        if (u >= e || s[u] == '/' || lit_at(s, u, e, "{{")) return 0;   // a placeholder user is fine
+        kind = AS_LK_HOME, what = "a home path";
+    } else if (lit_at(s, p, e, "/root/")) {
+        kind = AS_LK_HOME, what = "a home path";
+    } else if (lit_at(s, p, e, "/tmp/") && e > p + 5) {
+        // the snapshot spill root: dsh writes spill files there and the
+        // comparison tokenizes them as {{spillLocator:<name>}}
+        if (lit_at(s, p, e, "/tmp/dsh-acp-snap")) { sc->last = e; return e; }
+        if (lit_at(s, p + 5, e, "{{")) return 0;
+        kind = AS_LK_TMP, what = "a temp path";
+    } else if (lit_at(s, p, e, "/var/folders/")) {
+        kind = AS_LK_TMP, what = "a temp path";
+    } else {
+        return 0;
+    }
+    return hit(sc, kind, i, e - i, 0, what);
+}
+
+// C:\Users\ at i ('C' or 'c'), one or two backslashes or a slash as separators.
+static size_t win_home(scan *sc, size_t i)
+{
+    const char *s = sc->s;
+    size_t n = sc->n;
+    if (!word_start(s, i) || i + 2 >= n || s[i + 1] != ':') return 0;
+    size_t a = i + 2, b;
+    if (s[a] == '/') b = a + 1;
+    else if (s[a] == '\\') b = a + 1 + (a + 1 < n && s[a + 1] == '\\');
+    else return 0;
+    if (!ci_at(s, b, n, "users") || b + 5 >= n || (s[b + 5] != '\\' && s[b + 5] != '/')) return 0;
+    size_t e = b + 5;
+    while (e < n && (is_pathch((unsigned char)s[e]) || s[e] == '\\')) e++;
+    return hit(sc, AS_LK_HOME, i, e - i, 0, "a home path");
+}
+
+// n digits at s[i]: their value (n <= 4).
+static int num(const char *s, size_t i, int k)
+{
+    int v = 0;
+    for (int j = 0; j < k; j++) { if (!is_digit((unsigned char)s[i + j])) return -1; v = v * 10 + s[i + j] - '0'; }
+    return v;
+}
+
+// YYYY-MM-DD[T ]HH:MM at i (a 4-digit run): the end of the timestamp, or 0.
+static size_t iso_end(const char *s, size_t i, size_t n)
+{
+    if (i + 16 > n || s[i + 4] != '-' || s[i + 7] != '-' || (s[i + 10] != 'T' && s[i + 10] != ' ') || s[i + 13] != ':')
+        return 0;
+    int mo = num(s, i + 5, 2), d = num(s, i + 8, 2), h = num(s, i + 11, 2), mi = num(s, i + 14, 2);
+    if (mo < 1 || mo > 12 || d < 1 || d > 31 || h < 0 || h > 23 || mi < 0 || mi > 59) return 0;
+    size_t e = i + 16;
+    if (e + 2 < n && s[e] == ':' && num(s, e + 1, 2) >= 0) e += 3;
+    if (e + 1 < n && s[e] == '.' && is_digit((unsigned char)s[e + 1])) e = run(s, e + 1, n, is_hex) ;
+    if (e < n && s[e] == 'Z') e++;
+    else if (e + 5 < n + 0 && (s[e] == '+' || s[e] == '-') && num(s, e + 1, 2) >= 0 && s[e + 3] == ':' && num(s, e + 4, 2) >= 0) e += 6;
+    return e;
+}
+
+// The members whose numbers are time values the comparison zeroes
+// (scrub(1) --session): the envelope and header times, hook durations, and
+// the event times of event-read results.
+static const char *const TIME_KEYS[] = { "time", "time0", "createdAt", "durationMs" };
+
+// (session) 1 when the number at i is the value of a time member: "key": N,
+// \"key\": N inside a string, spaces allowed around the colon.
+static int time_member(const char *s, size_t i)
+{
+    size_t k = i;
+    if (k > 0 && s[k - 1] == '-') k--;
+    while (k > 0 && s[k - 1] == ' ') k--;
+    if (k == 0 || s[k - 1] != ':') return 0;
+    k--;
+    while (k > 0 && s[k - 1] == ' ') k--;
+    if (k == 0 || s[k - 1] != '"') return 0;
+    size_t ke = --k;
+    if (ke > 0 && s[ke - 1] == '\\') ke--;
+    for (size_t t = 0; t < 4; t++) {
+        size_t L = strlen(TIME_KEYS[t]);
+        if (ke >= L + 1 && !memcmp(s + ke - L, TIME_KEYS[t], L)) {
+            size_t q = ke - L;   // the opening quote, maybe escaped
+            if (s[q - 1] == '"') return 1;
+        }
+    }
+    return 0;
+}
+
+// (session) A '[' at i that opens a packed row's "dt" array: the time gaps.
+static void dt_array(scan *sc, size_t i)
+{
+    const char *s = sc->s;
+    if (i >= 5 && !memcmp(s + i - 5, "\"dt\":", 5)) {
+        const char *e = memchr(s + i, ']', sc->n - i);
+        sc->dt_end = e ? (size_t)(e - s) : sc->n;
+    }
+}
+
+// A digit at i: timestamps and epoch times; returns where to go on.
+static size_t digits(scan *sc, size_t i)
+{
+    const char *s = sc->s;
+    size_t n = sc->n;
+    size_t e = run(s, i, n, is_digit);
+    if (!word_start(s, i) || (i > 0 && s[i - 1] == '.')) return e;
+    size_t len = e - i;
+    if (len == 4) {
+        size_t t = iso_end(s, i, n);
+        if (t) return hit(sc, AS_LK_TIME, i, t - i, 0, "an ISO-8601 timestamp");
+        return e;
+    }
+    if ((len != 10 && len != 13) || s[i] != '1' || (e < n && (is_alpha((unsigned char)s[e]) || s[e] == '_'))) return e;
+    if ((sc->flags & AS_LF_SESSION) && (i < sc->dt_end || time_member(s, i))) return e;
+    return hit(sc, AS_LK_EPOCH, i, len, 0, len == 10 ? "an epoch time in seconds" : "an epoch time in milliseconds");
+}
+
+// The bytes a detector is keyed on.
+static const char TRIGGERS[] = "0123456789-/BbCcAaXxsg[";
+
+size_t as_lint_line(const char *s, size_t n, unsigned flags, as_lint_fn fn, void *ctx)
+{
+    static unsigned char trig[256];
+    if (!trig['/']) for (const char *t = TRIGGERS; *t; t++) trig[(unsigned char)*t] = 1;
+    scan sc = { s, n, flags, fn, ctx, 0, 0, 0 };
+    for (size_t i = 0; i < n;) {
+        while (i < n && !trig[(unsigned char)s[i]]) i++;
+        if (i == n) break;
+        // every letter-keyed detector wants a word start: most letters are inside words
+        if (is_alpha((unsigned char)s[i]) && i > 0 && is_alnum((unsigned char)s[i - 1]) && !esc_letter(s, i - 1)) { i++; continue; }
+        size_t e = 0;
+        switch (s[i]) {
+        case '0': case '1': case '2': case '3': case '4': case '5': case '6': case '7': case '8': case '9':
+            e = digits(&sc, i);
+            break;
+        case '-': e = uuid(&sc, i); if (!e) e = private_key(&sc, i); break;
+        case '/': e = path(&sc, i); break;
+        case 'B': case 'b': e = bearer(&sc, i); break;
+        case 'C': case 'c': e = win_home(&sc, i); break;
+        case 'A': case 'a': case 'X': case 'x':
+            e = auth(&sc, i);
+            if (!e && (s[i] == 'A' || s[i] == 'x')) e = key(&sc, i);
+            break;
+        case 's': case 'g': e = key(&sc, i); break;
+        case '[': if (flags & AS_LF_SESSION) dt_array(&sc, i); break;
+        }
+        i = e > i ? e : i + 1;
+    }
+    return sc.count;
+}
+
+// ---------------------------------------------------------------- the allow-list
+
+typedef struct {
+    int kind;
+    char *glob;
+    long line;          // 0 = any line
+    char *value;        // NULL = any value
+    size_t vn;
+    int prefix;         // value ends in '*': a prefix
+    long src;           // line in the allow file
+    long used;
+} allow_entry;
+
+struct as_allow {
+    char *path;
+    allow_entry *v;
+    size_t n;
+};
+
+// A field as a message shows it: at most 32 bytes, control bytes as '?'.
+static void show(as_buf *b, const char *p, size_t n)
+{
+    for (size_t i = 0; i < n && i < 32; i++) as_buf_putc(b, (unsigned char)p[i] < ' ' || p[i] == 127 ? '?' : p[i]);
+    if (n > 32) as_buf_puts(b, "…");
+}
+
+_Noreturn static void bad_entry(as_allow *a, long ln, long col, const char *what, const char *p, size_t n)
+{
+    as_buf m = {0};
+    as_buf_puts(&m, what);
+    if (p) { as_buf_puts(&m, " \""); show(&m, p, n); as_buf_putc(&m, '"'); }
+    char *path = a->path;
+    a->path = NULL;
+    as_allow_free(a);
+    as_die_at(path, ln, col, "%s; an entry is KIND PLACE [VALUE], KIND one of key, bearer, auth, private-key, home, tmp, time, uuid, epoch", m.p);
+}
+
+// One entry line [p, e) (line ln, no LF): parsed into a.
+static void allow_entry_parse(as_allow *a, const char *line, size_t len, long ln)
+{
+    size_t i = 0;
+    while (i < len && (line[i] == ' ' || line[i] == '\t')) i++;
+    if (i == len || line[i] == '#') return;
+    for (size_t k = 0; k < len; k++)
+        if ((unsigned char)line[k] < ' ' && line[k] != '\t') bad_entry(a, ln, (long)k + 1, "a control byte in the entry", NULL, 0);
+    size_t ks = i;
+    while (i < len && line[i] != ' ' && line[i] != '\t') i++;
+    int kind = as_lint_kind_of(line + ks, i - ks);
+    if (kind < 0) bad_entry(a, ln, (long)ks + 1, "unknown kind", line + ks, i - ks);
+    while (i < len && (line[i] == ' ' || line[i] == '\t')) i++;
+    size_t ps = i;
+    while (i < len && line[i] != ' ' && line[i] != '\t') i++;
+    size_t pe = i;
+    if (pe == ps) bad_entry(a, ln, (long)ps + 1, "no place (a glob over scenario/file)", NULL, 0);
+    long at = 0;
+    const char *colon = memrchr(line + ps, ':', pe - ps);
+    if (colon) {
+        size_t c = (size_t)(colon - line) + 1;
+        if (c == pe || pe - c > 9 || c - 1 == ps) bad_entry(a, ln, (long)c, "bad place", line + ps, pe - ps);
+        for (size_t k = c; k < pe; k++) {
+            if (!is_digit((unsigned char)line[k])) bad_entry(a, ln, (long)c, "bad line number in place", line + ps, pe - ps);
+            at = at * 10 + (line[k] - '0');
+        }
+        if (at == 0) bad_entry(a, ln, (long)c + 1, "bad line number in place", line + ps, pe - ps);
+        pe = c - 1;
+    }
+    while (i < len && (line[i] == ' ' || line[i] == '\t')) i++;
+    size_t vs = i, ve = len;
+    while (ve > vs && (line[ve - 1] == ' ' || line[ve - 1] == '\t')) ve--;
+    a->v = as_xrealloc(a->v, (a->n + 1) * sizeof *a->v);
+    allow_entry *en = &a->v[a->n++];
+    memset(en, 0, sizeof *en);
+    en->kind = kind, en->line = at, en->src = ln;
+    en->glob = as_xmalloc(pe - ps + 1);
+    memcpy(en->glob, line + ps, pe - ps);
+    en->glob[pe - ps] = 0;
+    if (ve > vs) {
+        en->prefix = line[ve - 1] == '*';
+        en->vn = ve - vs - (size_t)en->prefix;
+        en->value = as_xmalloc(en->vn + 1);
+        memcpy(en->value, line + vs, en->vn);
+        en->value[en->vn] = 0;
+    }
+}
+
+as_allow *as_allow_parse(const char *path, const char *text, size_t n)
+{
+    as_allow *a = as_xmalloc(sizeof *a);
+    a->path = as_xstrdup(path), a->v = NULL, a->n = 0;
+    long ln = 0;
+    for (size_t i = 0; i < n;) {
+        const char *nl = memchr(text + i, '\n', n - i);
+        size_t e = nl ? (size_t)(nl - text) : n, len = e - i;
+        ln++;
+        if (len && text[e - 1] == '\r') len--;
+        allow_entry_parse(a, text + i, len, ln);
+        i = e + 1;
+    }
+    return a;
+}
+
+int as_allow_match(as_allow *a, const char *rel, long ln, int kind, const char *v, size_t vn)
+{
+    if (!a) return 0;
+    for (size_t k = 0; k < a->n; k++) {
+        allow_entry *en = &a->v[k];
+        if (en->kind != kind || (en->line && en->line != ln)) continue;
+        if (en->value && (en->prefix ? vn < en->vn : vn != en->vn)) continue;
+        if (en->value && memcmp(en->value, v, en->vn)) continue;
+        if (fnmatch(en->glob, rel, 0)) continue;
+        en->used++;
+        return 1;
+    }
+    return 0;
+}
+
+long as_allow_stale(const as_allow *a)
+{
+    long stale = 0;
+    for (size_t k = 0; a && k < a->n; k++)
+        if (!a->v[k].used) {
+            as_warn_at(a->path, a->v[k].src, 0, "warning: stale allow entry: it allows nothing; remove it");
+            stale++;
+        }
+    return stale;
+}
+
+void as_allow_free(as_allow *a)
+{
+    if (!a) return;
+    for (size_t k = 0; k < a->n; k++) { free(a->v[k].glob); free(a->v[k].value); }
+    free(a->v);
+    free(a->path);
+    free(a);
+}
+
+// ---------------------------------------------------------------- the tree
+
+// The scan of one file.
+typedef struct {
+    const char *path, *rel;     // dir/<scenario>/<file>, <scenario>/<file>
+    long ln;
+    const char *line;
+    as_allow *allow;
+    as_problems *probs;
+    char ***authored; size_t *nauthored;   // temp paths the drive script names
+    int collect;                // input.json's first pass: collect its temp paths
+} lintfile;
+
+static int authored(const lintfile *f, const char *v, size_t n)
+{
+    for (size_t k = 0; k < *f->nauthored; k++)
+        if (strlen((*f->authored)[k]) == n && !memcmp((*f->authored)[k], v, n)) return 1;
+    return 0;
+}
+
+// A hit in the file (an as_lint_fn).
+static void on_hit(void *ctx, const as_lint_hit *h)
+{
+    lintfile *f = ctx;
+    const char *v = f->line + h->off;
+    if (f->collect) {
+        if (h->kind == AS_LK_TMP && !authored(f, v, h->len)) {
+            *f->authored = as_xrealloc(*f->authored, (*f->nauthored + 1) * sizeof **f->authored);
+            char *c = as_xmalloc(h->len + 1);
+            memcpy(c, v, h->len);
+            c[h->len] = 0;
+            (*f->authored)[(*f->nauthored)++] = c;
+        }
+        return;
+    }
+    if (h->kind == AS_LK_TMP && authored(f, v, h->len)) return;
+    if (as_allow_match(f->allow, f->rel, f->ln, h->kind, v, h->len)) return;
+    if (f->probs->quiet) return;
+    f->probs->count++;
+    if (as_lint_secret(h->kind)) {
+        // never the secret: its fixed prefix and a few bytes (at most a quarter), and its length
+        size_t more = (h->len - h->pre) / 4 < 4 ? (h->len - h->pre) / 4 : 4;
+        as_warn_at(f->path, f->ln, (long)h->off + 1, "%s (%.*s…, %zu bytes) in a fixture; remove it (and revoke it)",
+                   h->what, (int)(h->pre + more), v, h->len);
+    } else {
+        int cut = h->len > 60;
+        as_warn_at(f->path, f->ln, (long)h->off + 1, "%s (%.*s%s) in a fixture; normalize it, or allow it in .acpsnap-allow",
+                   h->what, cut ? 60 : (int)h->len, v, cut ? "…" : "");
+    }
+}
+
+// 1 when the line is a session header ({"type":"session",...}).
+static int header_line(const char *s, size_t n)
+{
+    static as_json j;
+    if (as_json_parse(&j, s, n) < 0 || j.t[0].type != AS_JOBJ) return 0;
+    return AS_TOK_IS(&j, as_json_get(&j, 0, "type"), "session");
+}
+
+static int ends(const char *s, const char *suf)
+{
+    size_t n = strlen(s), k = strlen(suf);
+    return n >= k && !strcmp(s + n - k, suf);
+}
+
+// Lints one file; session fixtures (session: 1) know their header and body places.
+static void lint_file(lintfile *f, int session)
+{
+    FILE *fp = fopen(f->path, "re");
+    if (!fp) as_die_sys("read %s", f->path);
+    unsigned char head[4];
+    size_t got = fread(head, 1, sizeof head, fp);
+    if (ferror(fp)) as_die_sys("read %s", f->path);
+    f->ln = 0;
+    if (as_zstd_magic(head, got)) {
+        fclose(fp);
+        as_in *in = as_in_open(f->path);
+        const char *line;
+        size_t len;
+        while (as_in_line(in, &line, &len)) {
+            f->ln++;
+            f->line = line;
+            unsigned fl = session ? (f->ln == 1 && header_line(line, len) ? AS_LF_HEADER : AS_LF_SESSION) : 0;
+            as_lint_line(line, len, fl, on_hit, f);
+        }
+        as_in_close(in);
+        return;
+    }
+    rewind(fp);
+    static char *line;
+    static size_t cap;
+    for (ssize_t n; (n = getline(&line, &cap, fp)) > 0;) {
+        size_t len = (size_t)n - (line[n - 1] == '\n');
+        f->ln++;
+        f->line = line;
+        unsigned fl = session ? (f->ln == 1 && header_line(line, len) ? AS_LF_HEADER : AS_LF_SESSION) : 0;
+        as_lint_line(line, len, fl, on_hit, f);
+    }
+    if (ferror(fp)) as_die_sys("read %s", f->path);
+    fclose(fp);
+}
+
+// 1 when file name f of a scenario is a committed fixture the lint reads.
+static int lint_name(const char *f)
+{
+    if (f[0] == '.') return 0;
+    return !strcmp(f, "input.json") || !strcmp(f, "provider.jsonl") || !strcmp(f, "replay.override.json")
+           || (!strncmp(f, "stdout.expected.", 16) && ends(f, ".jsonl"))
+           || (!strncmp(f, "session.", 8) && ends(f, ".jsonl"))
+           || strstr(f, ".expected.") != NULL;
+}
+
+static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+// A regular file, not a symbolic link (the guard reports links; they are not read).
+static int plain_file(const char *p)
+{
+    struct stat st;
+    return lstat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+// The fixtures of scenario name in dir.
+static void lint_scenario(const char *dir, const char *name, as_allow *allow, as_problems *probs)
+{
+    char *sdir = as_path_join(dir, name);
+    struct stat st;
+    DIR *d = lstat(sdir, &st) == 0 && S_ISDIR(st.st_mode) ? opendir(sdir) : NULL;
+    if (!d) { free(sdir); return; }
+    char **names = NULL;
+    size_t nn = 0;
+    int known = 1;   // every name's type came from readdir: no lstat needed
+    for (struct dirent *e; (e = readdir(d));) {
+        if (!lint_name(e->d_name) || (e->d_type != DT_REG && e->d_type != DT_UNKNOWN)) continue;
+        names = as_xrealloc(names, (nn + 1) * sizeof *names);
+        names[nn++] = as_xstrdup(e->d_name);
+        known = known && e->d_type == DT_REG;
+    }
+    closedir(d);
+    if (nn) qsort(names, nn, sizeof *names, by_name);
+    char **auth = NULL;
+    size_t nauth = 0;
+    lintfile f = { 0 };
+    f.allow = allow, f.probs = probs, f.authored = &auth, f.nauthored = &nauth;
+    as_buf rel = {0};
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t k = 0; k < nn; k++) {
+            if (pass == 0 && strcmp(names[k], "input.json")) continue;
+            char *p = as_path_join(sdir, names[k]);
+            if (known || plain_file(p)) {
+                as_buf_reset(&rel);
+                as_buf_printf(&rel, "%s/%s", name, names[k]);
+                f.path = p, f.rel = rel.p, f.collect = pass == 0;
+                lint_file(&f, !strncmp(names[k], "session.", 8));
+            }
+            free(p);
+        }
+    as_buf_free(&rel);
+    for (size_t k = 0; k < nauth; k++) free(auth[k]);
+    free(auth);
+    for (size_t k = 0; k < nn; k++) free(names[k]);
+    free(names);
+    free(sdir);
+}
+
+void as_lint_tree(const char *dir, const as_table *t, as_problems *probs)
+{
+    char *ap = as_path_join(dir, ".acpsnap-allow");
+    as_allow *allow = NULL;
+    as_buf b = {0};
+    if (as_read_raw(ap, &b) == 0) {
+        if (memchr(b.p, 0, b.n)) as_die_at(ap, 0, 0, "a NUL byte; the allow-list is text");
+        allow = as_allow_parse(ap, b.p, b.n);
+    } else if (errno != ENOENT) {
+        as_die_sys("read %s", ap);
+    }
+    as_buf_free(&b);
+    const char *why;
+    for (size_t i = 0; i < t->n; i++)
+        if (!as_name_check(t->v[i].name, &why)) lint_scenario(dir, t->v[i].name, allow, probs);
+    // the configs the rows name, each once
+    for (size_t i = 0; i < t->n; i++) {
+        const char *c = t->v[i].configPath;
+        int seen = 0;
+        if (!c || as_name_check(c, &why)) continue;
+        for (size_t k = 0; k < i && !seen; k++) seen = t->v[k].configPath && !strcmp(t->v[k].configPath, c);
+        char *p = as_path_join(dir, c);
+        if (!seen && plain_file(p)) {
+            size_t none = 0;
+            lintfile f = { p, c, 0, NULL, allow, probs, NULL, &none, 0 };
+            lint_file(&f, 0);
+        }
+        free(p);
+    }
+    as_allow_stale(allow);
+    as_allow_free(allow);
+    free(ap);
+}

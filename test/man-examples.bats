@@ -76,6 +76,7 @@ run_page() {
 @test "man-examples: acp-drive(1)" { run_page man1/acp-drive.1; }
 @test "man-examples: acpsnap-agent(1)" { run_page man1/acpsnap-agent.1; }
 @test "man-examples: acpsnap-exchange(1)" { run_page man1/acpsnap-exchange.1; }
+@test "man-examples: acpsnap-jdiff(1)" { run_page man1/acpsnap-jdiff.1; }
 @test "man-examples: acpsnap-replay(1)" { run_page man1/acpsnap-replay.1; }
 @test "man-examples: acpsnap-report(1)" { run_page man1/acpsnap-report.1; }
 @test "man-examples: acpsnap-review(1)" { run_page man1/acpsnap-review.1; }

@@ -87,6 +87,7 @@ tree_sum() { find snap -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum; 
     assert_line --regexp '^ok +text-turn '
     assert_line --regexp '^FAIL +tool-turn '
     assert_line --regexp '^    \+\+\+ tool-turn/stdout \(this run\)$'
+    assert_line --regexp '^    line [0-9]+( → [0-9]+)? \$\.params\.update\.status: "pending" → "pendinG"$'
     assert_line '    to accept this output: make refresh SCENARIO=tool-turn'
     assert_line --regexp '^replay: 3 scenarios: 2 passed, 1 failed, 0 skipped'
 }

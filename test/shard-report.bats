@@ -382,3 +382,13 @@ SPLIT_200="50 50 50 50"
     assert_output --partial 'share/ci/github-actions.yml'
     assert_output --partial 'share/ci/gitlab-ci.yml'
 }
+
+@test "progress: -jN and --jobs=N are -j N; a bad count is trouble" {
+    cd "$ROOT"
+    run -0 acpsnap-replay -d scenarios -j2 --list text-turn
+    assert_output text-turn
+    run -0 acpsnap-replay -d scenarios --jobs=2 --list text-turn
+    assert_output text-turn
+    run -2 --separate-stderr acpsnap-replay -d scenarios -j0 --list
+    assert_equal "$stderr" 'acpsnap-replay: invalid job count: 0'
+}

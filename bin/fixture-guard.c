@@ -52,7 +52,7 @@ typedef struct {
     int ok;                     // readable as a session log at all
 } fxinfo;
 
-enum { FX_LAYOUT = 1, FX_CONTENT = 2, FX_PIN = 4 };
+enum { FX_LAYOUT = 1, FX_CONTENT = 2 };
 
 // Calls fn(ctx, line, len, lineno, has_lf) on each line of f from where it
 // stands, its bytes as they are (without its LF; has_lf 0 for an
@@ -121,8 +121,6 @@ static void fx_request_header(fxscan *x, const as_json *j, int data, int hdr, lo
         as_problem(&probs, x->path, ln, "request header carries its tool schemas; tokenize them as \"{{tools}}\" (scrub --fixture) and keep them in the pin's tool-schemas.expected.json");
     if (!AS_TOK_IS(j, as_json_get(j, hdr, "tools"), AS_TOKEN_TOOLS) && !x->info->notools_line)
         x->info->notools_line = ln;
-    if (!(x->what & FX_PIN) && as_norm_header_state(j, AS_HDR_PREFIX) == AS_HDR_RAW)
-        as_problem(&probs, x->path, ln, "request header carries session prefix messages; tokenize each as \"{{messagePrefix}}\" (scrub --fixture)");
 }
 
 // The committed-fixture rules of body record ln (type ty, a string).
@@ -228,8 +226,8 @@ static int not_text(FILE *f, const char *path)
 // Checks one session log file. FX_LAYOUT: a header line, one JSON object per
 // line, projected (no envelopes), LF endings and a final LF, canonical packing.
 // FX_CONTENT adds the committed-fixture rules: tokenized request headers
-// (system and tools always; prefix messages too unless FX_PIN), no
-// /private{{cwd}}, no UNKNOWN_TOOL results. Fills *info. Streams: the file
+// (system and tools; the session prefix messages stay as recorded, as dsh
+// keeps them), no /private{{cwd}}, no UNKNOWN_TOOL results. Fills *info. Streams: the file
 // is read line by line (a second time for the cwd tokens when it has some),
 // then by the codec's check, so memory is bounded by a line or a run.
 static void check_fixture(const char *path, unsigned what, fxinfo *info)
@@ -494,7 +492,7 @@ static int contiguous_children(const char *sdir, const inventory *iv)
 // The contents of the fixtures present: session logs, stdout, the drive script.
 static void check_contents(scen *S, const char *sdir, const inventory *iv)
 {
-    unsigned what = FX_LAYOUT | FX_CONTENT | (S->sc->pinsHeader ? FX_PIN : 0);
+    unsigned what = FX_LAYOUT | FX_CONTENT;
     char *p;
     if (iv->primary) {
         p = as_path_join(sdir, "session.jsonl");
@@ -506,7 +504,7 @@ static void check_contents(scen *S, const char *sdir, const inventory *iv)
         fxinfo fi;
         snprintf(f, sizeof f, "session.%d.jsonl", c);
         p = as_path_join(sdir, f);
-        if (as_is_file(p)) check_fixture(p, what, &fi);   // a pin's children keep their prefixes too, as in dsh
+        if (as_is_file(p)) check_fixture(p, what, &fi);
         free(p);
     }
     if (iv->out) { p = as_path_join(sdir, "stdout.expected.jsonl"); check_stdout(p); free(p); }

@@ -210,9 +210,12 @@ fixture-guard: s/linked: a snapshot directory the table does not name'
         "fixture-guard: s/pin-turn/session.jsonl:2: the pin's request header has no \"tools\": \"{{tools}}\" to restore its sidecar schemas into"
 }
 
-@test "untokenized prefix messages off a pin" {
-    sed -i '2s/"tools":"{{tools}}"/"tools":"{{tools}}","messages":[{"role":"user"}]/' s/plain-turn/session.jsonl
-    guard_says 'fixture-guard: s/plain-turn/session.jsonl:2: request header carries session prefix messages; tokenize each as "{{messagePrefix}}" (scrub --fixture)'
+@test "session prefix messages stay as recorded, off a pin and on one (dsh compares them)" {
+    sed -i '2s/"tools":"{{tools}}"/"tools":"{{tools}}","messages":[{"role":"user"}]/' s/plain-turn/session.jsonl s/pin-turn/session.jsonl
+    grep -q '"messages":\[{"role":"user"}\]' s/plain-turn/session.jsonl
+    grep -q '"messages":\[{"role":"user"}\]' s/pin-turn/session.jsonl
+    run -0 --separate-stderr fixture-guard s
+    assert_equal "$stderr" ''
 }
 
 @test "a macOS /private cwd spelling" {

@@ -1144,17 +1144,6 @@ static int header_obj(const as_json *j)
     return hdr >= 0 && j->t[hdr].type == AS_JOBJ ? hdr : -1;
 }
 
-static int prefix_tokenized(const as_json *j, int msgs)
-{
-    if (j->t[msgs].type != AS_JARR) return 1;
-    int e = msgs + 1;
-    for (uint32_t i = 0; i < j->t[msgs].count; i++) {
-        if (!AS_TOK_IS(j, e, AS_TOKEN_PREFIX)) return 0;
-        e = (int)j->t[e].next;
-    }
-    return 1;
-}
-
 as_hdr_state as_norm_header_state(const as_json *j, unsigned which)
 {
     int hdr = header_obj(j);
@@ -1163,8 +1152,6 @@ as_hdr_state as_norm_header_state(const as_json *j, unsigned which)
     if ((which & AS_HDR_SYSTEM) && (v = as_json_get(j, hdr, "system")) >= 0 && !AS_TOK_IS(j, v, AS_TOKEN_SYSTEM))
         return AS_HDR_RAW;
     if ((which & AS_HDR_TOOLS) && (v = as_json_get(j, hdr, "tools")) >= 0 && !AS_TOK_IS(j, v, AS_TOKEN_TOOLS))
-        return AS_HDR_RAW;
-    if ((which & AS_HDR_PREFIX) && (v = as_json_get(j, hdr, "messages")) >= 0 && !prefix_tokenized(j, v))
         return AS_HDR_RAW;
     return AS_HDR_TOKENIZED;
 }
@@ -1180,8 +1167,6 @@ static void ed_header(ed *e, int hdr, unsigned which)
             ed_rep(e, v, "\"" AS_TOKEN_SYSTEM "\"", sizeof AS_TOKEN_SYSTEM + 1);
         } else if ((which & AS_HDR_TOOLS) && AS_TOK_IS(j, k, "tools")) {
             ed_rep(e, v, "\"" AS_TOKEN_TOOLS "\"", sizeof AS_TOKEN_TOOLS + 1);
-        } else if ((which & AS_HDR_PREFIX) && AS_TOK_IS(j, k, "messages") && j->t[v].type == AS_JARR) {
-            ed_rep_each(e, v, "\"" AS_TOKEN_PREFIX "\"");
         } else {
             ed_walk(e, v, AS_TOK_IS(j, k, "path"));
         }

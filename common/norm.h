@@ -55,11 +55,10 @@ void as_norm_from_header(as_norm *n, const as_json *hdr);
 int as_norm_str(const as_norm *n, const char *s, size_t len, int is_path, as_buf *out);
 
 // ---------------------------------------------------------------- request headers
-enum { AS_HDR_SYSTEM = 1, AS_HDR_TOOLS = 2, AS_HDR_PREFIX = 4, AS_HDR_ALL = 7 };
+enum { AS_HDR_SYSTEM = 1, AS_HDR_TOOLS = 2, AS_HDR_ALL = 3 };
 // The tokens that stand for request-header bulk.
 #define AS_TOKEN_SYSTEM "{{system}}"
 #define AS_TOKEN_TOOLS "{{tools}}"
-#define AS_TOKEN_PREFIX "{{messagePrefix}}"
 // State of one record (root 0 of j) as a request header.
 typedef enum {
     AS_HDR_NOT_HEADER = 0,  // not a request/header event with an object data.header
@@ -88,8 +87,8 @@ enum {
 };
 // AS_NS_TOKENIZE does what dsh does to a request/header record:
 // data.header.system → "{{system}}", data.header.tools → "{{tools}}" (when
-// the key is present, whatever its value), data.header.messages (session
-// prefix messages, an array) → each element "{{messagePrefix}}" (count kept).
+// the key is present, whatever its value). Every other header member, the
+// session prefix messages included, is kept and scrubbed like any value.
 // Session log: one record (root 0 an object; the caller checks). Appends the
 // normalized compact record (no LF) to out. n may be NULL when flags lack
 // AS_NS_SCRUB. dsh's normalizeSessionLog(scrubSessionSnapshot(x), ctx), the

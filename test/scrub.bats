@@ -328,6 +328,21 @@ scrub: in:1: d.jq: stderr: "x\u001b"'
     assert_line --index 3 '{"type":"text-chunks","seq0":2,"time0":0,"data":{"turn":1,"step":1,"index":0,"dt":[0,0],"texts":["a","b","c"]}}'
 }
 
+@test "--session, --fixture: request-header prefix messages are kept, scrubbed like any value (as dsh does)" {
+    id=9d3e21f0-aaaa-4bbb-8ccc-0123456789ab
+    {
+        printf '{"type":"session","id":"%s","createdAt":3,"cwd":"/tmp/acp-snap-cwd-m7"}\n' $id
+        printf '%s\n' '{"type":"request/header","seq":0,"time":4,"data":{"header":{"system":null,"messages":[{"role":"user","content":"open /tmp/acp-snap-cwd-m7/notes.md"},"{{messagePrefix}}"],"messagePrefix":[{"role":"system","content":"run 9d3e21f0-aaaa-4bbb-8ccc-0123456789ab"}]},"reason":"change"}}'
+        printf '%s\n' '{"type":"request/header","seq":1,"time":5,"data":{"header":{"tools":[],"messages":[]},"reason":"change"}}'
+    } > log
+    run -0 scrub --session log
+    assert_output '{"type":"session","id":"{{sessionId}}","createdAt":0,"cwd":"{{cwd}}"}
+{"type":"request/header","data":{"header":{"system":"{{system}}","messages":[{"role":"user","content":"open {{cwd}}/notes.md"},"{{messagePrefix}}"],"messagePrefix":[{"role":"system","content":"run {{sessionId}}"}]},"reason":"change"}}
+{"type":"request/header","data":{"header":{"tools":"{{tools}}","messages":[]},"reason":"change"}}'
+    run -0 scrub --fixture log
+    assert_line --index 1 '{"type":"request/header","data":{"header":{"system":"{{system}}","messages":[{"role":"user","content":"open {{cwd}}/notes.md"},"{{messagePrefix}}"],"messagePrefix":[{"role":"system","content":"run 9d3e21f0-aaaa-4bbb-8ccc-0123456789ab"}]},"reason":"change"}}'
+}
+
 @test "--session: an explicit context replaces the header's own values" {
     printf '%s\n' '{"type":"session","id":"abc","cwd":"/a"}' '{"type":"x","data":{"s":"abc /a /b"}}' > log
     run -0 scrub --session --cwd /b log

@@ -7,6 +7,7 @@
 // replacement, \s including the Unicode spaces).
 #include "acpsnap.h"
 #include "norm.h"
+#include "sidecar.h"   // as_js_number
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -31,6 +32,7 @@ struct as_norm {
     struct idslot { char *k; size_t n; long v; } *tab;
     size_t tcap, tn;
     as_buf s1, s2, dec, val, cb;   // scratch
+    as_buf idk, ids;               // scratch: an id's key, its decoded string
     as_json cj;                    // a compact re-parse
     str *esp;                      // the spellings as JSON.stringify writes them (no quotes)
     size_t nesp;
@@ -108,6 +110,8 @@ void as_norm_free(as_norm *n)
     as_buf_free(&n->dec);
     as_buf_free(&n->val);
     as_buf_free(&n->cb);
+    as_buf_free(&n->idk);
+    as_buf_free(&n->ids);
     as_json_free(&n->cj);
     free(n->cand);
     free(n);
@@ -1276,6 +1280,26 @@ static long id_number(as_norm *n, const char *p, size_t len)
     return n->tab[h].v;
 }
 
+// The identity of id token v as dsh keys its map, JSON.stringify(id): a
+// string re-escaped, a number in JavaScript's form (1.0 and 1e0 are 1), a
+// container compacted (its members' spellings kept).
+static const as_buf *id_key(as_norm *n, const as_json *j, int v)
+{
+    as_buf_reset(&n->idk);
+    if (j->t[v].type == AS_JSTR && j->t[v].esc) {
+        as_buf_reset(&n->ids);
+        as_json_str(j, v, &n->ids);
+        as_jstr_write(&n->idk, n->ids.p ? n->ids.p : "", n->ids.n);
+    } else if (j->t[v].type == AS_JNUM) {
+        as_js_number(j, v, &n->idk);
+    } else if (j->t[v].type == AS_JARR || j->t[v].type == AS_JOBJ) {
+        as_json_compact(as_tok_p(j, v), as_tok_len(j, v), &n->idk);
+    } else {
+        as_buf_put(&n->idk, as_tok_p(j, v), as_tok_len(j, v));
+    }
+    return &n->idk;
+}
+
 void as_norm_stdout_frame(as_norm *n, const as_json *j0, as_buf *out)
 {
     ed e;
@@ -1285,9 +1309,9 @@ void as_norm_stdout_frame(as_norm *n, const as_json *j0, as_buf *out)
     for (uint32_t i = 0; i < j->t[0].count; i++) {
         int v = k + 1;
         if (j->t[v].type != AS_JNULL && AS_TOK_IS(j, k, "id")) {
-            // the id's identity is its (compact) JSON text, as dsh keys its map by JSON.stringify
             char num[24], *q = num + sizeof num;
-            unsigned long id = (unsigned long)id_number(n, as_tok_p(j, v), as_tok_len(j, v));
+            const as_buf *key = id_key(n, j, v);
+            unsigned long id = (unsigned long)id_number(n, key->p ? key->p : "", key->n);
             do *--q = (char)('0' + id % 10); while (id /= 10);
             ed_rep(&e, v, q, (size_t)(num + sizeof num - q));
         } else {

@@ -126,6 +126,20 @@ usage: scrub (--stdout | --session | --fixture) [options] [file...]"
 {"method":"n","params":{"id":9}}'
 }
 
+@test "an id is known by its value, as JSON.stringify spells it: 7, 7.0 and 0.7e1 are one id, so are \"a\" and \"\\u0061\"" {
+    printf '%s\n' '{"id":7,"method":"a"}' '{"id":"a","method":"b"}' '{"id":7.0,"result":{}}' \
+        '{"id":"\u0061","result":{}}' '{"id":0.7e1,"result":{}}' '{"id":"7","result":{}}' '{"id":-0,"result":{}}' '{"id":0,"result":{}}' > in
+    run -0 scrub --stdout in
+    assert_output '{"id":1,"method":"a"}
+{"id":2,"method":"b"}
+{"id":1,"result":{}}
+{"id":2,"result":{}}
+{"id":1,"result":{}}
+{"id":3,"result":{}}
+{"id":4,"result":{}}
+{"id":4,"result":{}}'
+}
+
 @test "the id map starts over for each input file" {
     printf '{"id":4}\n{"id":8}\n' > a
     printf '{"id":8}\n' > b

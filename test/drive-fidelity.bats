@@ -1,0 +1,47 @@
+#!/usr/bin/env bats
+# acp-drive's fidelity to the reference harness: frames, the spill root, the
+# output directory, the table row, the profile's env, failing fast.
+bats_require_minimum_version 1.5.0
+load helpers/common
+
+setup() {
+    cd "$BATS_TEST_TMPDIR"
+    export TMPDIR=$BATS_TEST_TMPDIR/tmp
+    mkdir -p "$TMPDIR" snap/s
+    printf 'command = %s\nharvest = */*/session.jsonl\n' "$ROOT/test/helpers/fake-agent" > fake.profile
+    printf '{"type":"session","id":"x","createdAt":0}\n' > snap/s/session.jsonl
+}
+
+input() { printf '%s\n' "$1" > snap/s/input.json; }
+
+@test "drive-fidelity: a pretty-printed input.json drives the reference agent like the compact one" {
+    [ -x "$BIN/acpsnap-agent" ] || skip "the reference agent is not built"
+    for d in compact pretty; do
+        mkdir -p "snap-$d"
+        cp -r "$ROOT/scenarios/text-turn" "snap-$d/text-turn"
+    done
+    printf '%s\n' '{"steps":[{"op":"initialize"},{"op":"newSession"},{"op":"promptContent","content":[{"type":"text","text":"Reply with exactly the word: PONG.\n Do not use any tools.","n":1.50},{"type":"text","text":" \u00e9"}]}]}' \
+        > snap-compact/text-turn/input.json
+    jq . snap-compact/text-turn/input.json > snap-pretty/text-turn/input.json
+    [ "$(wc -l < snap-pretty/text-turn/input.json)" -gt 10 ]
+    for d in compact pretty; do
+        run -0 --separate-stderr acp-drive -p "$ROOT/scenarios/acpsnap-agent.profile" -o "out-$d" "snap-$d/text-turn"
+        scrub --stdout --context "out-$d/run.json" "out-$d/stdout.raw.jsonl" > "$d.jsonl"
+    done
+    run -0 diff compact.jsonl pretty.jsonl
+}
+
+@test "drive-fidelity: values from input.json go out compact, one frame a line, spelled as written" {
+    printf '#!/bin/sh\ntee -a "$ACPSNAP_OUT/stdin.log" | exec %s\n' "$ROOT/test/helpers/fake-agent" > tee-agent
+    chmod +x tee-agent
+    printf 'command = ./tee-agent\nharvest = */*/session.jsonl\n' > tee.profile
+    printf '%s\n' '{"steps":[{"op":"initialize"},' '{"op":"newSessionExpectError","additionalDirectories":[' '  "/a b",' '  "/c"' ']},' \
+        '{"op":"newSession"},{"op":"promptContent","content":[' '  {"type":"text","text":"x\ty",' '   "n":1.50e+0}' ']}]}' > snap/s/input.json
+    run -0 acp-drive -p tee.profile -o out snap/s
+    run -0 jq -c 'select(.method != "initialize") | .params | del(.cwd, .sessionId)' out/stdin.log
+    assert_output '{"mcpServers":[],"additionalDirectories":["/a b","/c"]}
+{"mcpServers":[]}
+{"prompt":[{"type":"text","text":"x\ty","n":1.5}]}'
+    run -0 grep -c -F '"prompt":[{"type":"text","text":"x\ty","n":1.50e+0}]}' out/stdin.log
+    run -0 grep -c -F '"additionalDirectories":["/a b","/c"]}' out/stdin.log
+}

@@ -45,3 +45,9 @@ input() { printf '%s\n' "$1" > snap/s/input.json; }
     run -0 grep -c -F '"prompt":[{"type":"text","text":"x\ty","n":1.50e+0}]}' out/stdin.log
     run -0 grep -c -F '"additionalDirectories":["/a b","/c"]}' out/stdin.log
 }
+
+@test "drive-fidelity: acpsnap-profile(5) renders the harvest entry's quotes whole" {
+    command -v mandoc >/dev/null || skip "mandoc is not installed"
+    run -0 bash -c "mandoc -Tascii '$ROOT/share/man/man5/acpsnap-profile.5' | col -b | tr -s ' \t\n' ' '"
+    assert_output --partial "(fnmatch(3), where \`*' also matches \`/') matched against"
+}

@@ -51,3 +51,21 @@ input() { printf '%s\n' "$1" > snap/s/input.json; }
     run -0 bash -c "mandoc -Tascii '$ROOT/share/man/man5/acpsnap-profile.5' | col -b | tr -s ' \t\n' ' '"
     assert_output --partial "(fnmatch(3), where \`*' also matches \`/') matched against"
 }
+
+@test "drive-fidelity: -o creates the output directory's parents" {
+    input '{"steps":[{"op":"initialize"}]}'
+    run -0 acp-drive -p fake.profile -o runs/a//b/x/ snap/s
+    [ -f runs/a/b/x/run.json ]
+    run -0 acp-drive -p fake.profile -o "$BATS_TEST_TMPDIR/abs/y" snap/s
+    [ -f abs/y/run.json ]
+    # an existing link on the way is the user's choice
+    mkdir elsewhere && ln -s elsewhere linked
+    run -0 acp-drive -p fake.profile -o linked/z snap/s
+    [ -f elsewhere/z/run.json ]
+    : > plain
+    run -2 --separate-stderr acp-drive -p fake.profile -o plain/x snap/s
+    assert_equal "$stderr" 'acp-drive: unable to create plain: Not a directory'
+    run -2 --separate-stderr acp-drive -p fake.profile -o '' snap/s
+    assert_equal "$stderr" 'acp-drive: invalid --out: empty'
+    [ -z "$(ls -A "$TMPDIR")" ]
+}

@@ -28,7 +28,7 @@ static const char USAGE[] =
     "over ACP, raw stdout captured, the session logs harvested, and run.json\n"
     "written for scrub --context, all into OUTDIR.\n"
     "  -p, --profile FILE        the agent profile\n"
-    "  -o, --out DIR             the output directory (created when missing)\n"
+    "  -o, --out DIR             the output directory (created with its parents)\n"
     "  -r, --record              record mode: no fixture; the profile's record.env\n"
     "      --timeout MS          waiting steps (default: the profile's, else 10000)\n"
     "      --rpc-timeout MS      each ACP request (default 60000; 600000 recording)\n"

@@ -114,11 +114,33 @@ static void make_cwd(run *r, const char *wp_opt, const as_scenario *row)
     if (!realpath(r->cwd, r->cwd_real)) snprintf(r->cwd_real, sizeof r->cwd_real, "%s", r->cwd);
 }
 
-// The run's directories: the output directory, the generated cwd with the
+// mkdir -p: the existing part of the path is the user's (links there are
+// followed, as chosen); each missing component is created, and must then be
+// a directory. Dies on failure.
+static void mkdir_parents(const char *path)
+{
+    if (!*path) as_die(AS_TROUBLE, "invalid --out: empty");
+    char *p = as_xstrdup(path);
+    for (char *s = p + 1;; s++) {
+        if (*s && *s != '/') continue;
+        char c = *s;
+        *s = 0;
+        struct stat st;
+        if (mkdir(p, 0755) && (errno != EEXIST || stat(p, &st) || !S_ISDIR(st.st_mode))) {
+            if (errno == EEXIST) errno = ENOTDIR;
+            as_die_sys("create %s", p);
+        }
+        if (!(*s = c)) break;
+        while (s[1] == '/') s++;
+    }
+    free(p);
+}
+
+// The run's directories: the output directory (and its parents), the generated cwd with the
 // scenario's workspace/ copied in, a private sessions root, the spill root.
 void make_dirs(run *r, const char *out, const char *wp_opt, const as_scenario *row)
 {
-    if (mkdir(out, 0755) && errno != EEXIST) as_die_sys("create %s", out);
+    mkdir_parents(out);
     if (!realpath(out, r->outdir)) as_die_sys("resolve %s", out);
     make_cwd(r, wp_opt, row);
     const char *tmp = getenv("TMPDIR");

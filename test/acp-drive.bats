@@ -66,7 +66,7 @@ echo: $BATS_TEST_TMPDIR/out/replay.jsonl"
     printf '%s\n' '{"name":"other","hasModelTurn":false,"recorded":false}' > snap/scenarios.jsonl
     input '{"steps":[{"op":"initialize"}]}'
     run -2 --separate-stderr acp-drive -p fake.profile -o out snap/s
-    assert_equal "$stderr" "acp-drive: $BATS_TEST_TMPDIR/snap/s/../scenarios.jsonl: scenario s is not in the table"
+    assert_equal "$stderr" "acp-drive: snap/s: no row named s in snap/scenarios.jsonl"
     no_leftovers
 }
 

@@ -69,3 +69,35 @@ input() { printf '%s\n' "$1" > snap/s/input.json; }
     assert_equal "$stderr" 'acp-drive: invalid --out: empty'
     [ -z "$(ls -A "$TMPDIR")" ]
 }
+
+@test "drive-fidelity: a linked scenario directory keeps its name and its table row" {
+    mkdir -p real/elsewhere
+    mv snap/s real/elsewhere/s
+    ln -s ../real/elsewhere/s snap/link
+    printf '{"steps":[{"op":"initialize"},{"op":"newSession"},{"op":"prompt","text":"env: FAKE_ROW"},{"op":"prompt","text":"env: ACPSNAP_CONFIG_PATH"},{"op":"prompt","text":"env: ACPSNAP_SCENARIO"}]}\n' > real/elsewhere/s/input.json
+    printf 'x = 1\n' > snap/link.conf
+    printf '%s\n' '{"name":"link","hasModelTurn":false,"recorded":false,"configPath":"link.conf","env":{"FAKE_ROW":"row of link"}}' > snap/scenarios.jsonl
+    run -0 acp-drive -p fake.profile -o out snap/link/
+    run -0 jq -r 'select(.method) | .params.update.content.text' out/stdout.raw.jsonl
+    assert_output "echo: row of link
+echo: $BATS_TEST_TMPDIR/snap/link.conf
+echo: link"
+    assert_equal "$(jq -r .scenario out/run.json)" link
+    # from inside the snapshots directory too
+    run -0 bash -c 'cd snap && acp-drive -p ../fake.profile -o ../out2 link'
+    assert_equal "$(jq -r 'select(.method) | .params.update.content.text' out2/stdout.raw.jsonl | head -1)" 'echo: row of link'
+}
+
+@test "drive-fidelity: a scenario without a row in its table is trouble, linked or not" {
+    printf '{"steps":[{"op":"initialize"}]}\n' > snap/s/input.json
+    mkdir real && mv snap/s real/s && ln -s ../real/s snap/link
+    printf '%s\n' '{"name":"s","hasModelTurn":false,"recorded":false}' > snap/scenarios.jsonl
+    run -2 --separate-stderr acp-drive -p fake.profile -o out snap/link
+    assert_equal "$stderr" 'acp-drive: snap/link: no row named link in snap/scenarios.jsonl'
+    cp -r real/s snap/t
+    run -2 --separate-stderr acp-drive -p fake.profile -o out "$BATS_TEST_TMPDIR/snap/t/"
+    assert_equal "$stderr" "acp-drive: $BATS_TEST_TMPDIR/snap/t: no row named t in $BATS_TEST_TMPDIR/snap/scenarios.jsonl"
+    run -2 --separate-stderr bash -c 'cd snap && acp-drive -p ../fake.profile -o ../out t'
+    assert_equal "$stderr" 'acp-drive: t: no row named t in scenarios.jsonl'
+    [ -z "$(ls -A "$TMPDIR")" ]
+}

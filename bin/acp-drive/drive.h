@@ -49,8 +49,9 @@ void profile_free(profile *pf);
 // ---------------------------------------------------------------- the run
 typedef struct {
     // the scenario
-    char scen_dir[PATH_MAX];
-    const char *name;               // its last path component
+    char scen_dir[PATH_MAX];        // the real parent, then the name as spelled
+    char snap_dir[PATH_MAX];        // the real parent: the table's directory
+    const char *name;               // its last path component as spelled
     char *scen_arg;                 // the scenario's path as the user spelled it
     char *input_path;               // … and its input.json
     as_input in;

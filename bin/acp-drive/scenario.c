@@ -48,26 +48,51 @@ static void report_die(void *ctx, const char *file, long line, const char *msg)
     as_warn_at(file, line, 0, "%s", msg);
 }
 
+// The scenario's directory as the user spelled it: its name is the last
+// component, its table the scenarios.jsonl of the parent as spelled (a
+// linked scenario directory keeps its name and its table). Sets scen_dir
+// (the real parent, then the name) and snap_dir (the real parent).
+static void locate_scenario(run *r, const char *arg)
+{
+    const char *slash = strrchr(arg, '/'), *base = slash ? slash + 1 : arg;
+    int plain = *base && strcmp(base, ".") && strcmp(base, "..");
+    char *parent = !plain ? NULL : !slash ? as_xstrdup(".") : slash == arg ? as_xstrdup("/") : strndup(arg, (size_t)(slash - arg));
+    if (plain && realpath(parent, r->snap_dir)) {
+        int n = snprintf(r->scen_dir, sizeof r->scen_dir, "%s%s%s", r->snap_dir, strcmp(r->snap_dir, "/") ? "/" : "", base);
+        if (n < 0 || (size_t)n >= sizeof r->scen_dir) *r->scen_dir = 0;
+    } else if (!plain && realpath(arg, r->scen_dir)) {     // "." or "..": its real name
+        snprintf(r->snap_dir, sizeof r->snap_dir, "%s", r->scen_dir);
+        *strrchr(r->snap_dir, '/') = 0;
+    } else *r->scen_dir = 0;
+    free(parent);
+    if (!*r->scen_dir || !as_is_dir(r->scen_dir)) as_die(AS_TROUBLE, "%s: not a scenario directory", arg);
+    r->name = strrchr(r->scen_dir, '/') + 1;
+}
+
 // The scenario: its directory, input.json, its table row (when there is a
-// table). Messages name input.json as the user spelled the scenario's path.
+// table: then the scenario must have a row). Messages name input.json and
+// the table as the user spelled the scenario's path.
 const as_scenario *load_scenario(run *r, const char *arg0, as_table *table)
 {
-    if (!realpath(arg0, r->scen_dir) || !as_is_dir(r->scen_dir)) as_die(AS_TROUBLE, "%s: not a scenario directory", arg0);
-    r->name = strrchr(r->scen_dir, '/') ? strrchr(r->scen_dir, '/') + 1 : r->scen_dir;
     char *arg = as_xstrdup(arg0);
     for (size_t n = strlen(arg); n > 1 && arg[n - 1] == '/'; n--) arg[n - 1] = 0;
+    locate_scenario(r, arg);
     r->input_path = xasprintf("%s/input.json", arg);
     r->scen_arg = arg;
     if (access(r->input_path, R_OK)) as_die(AS_TROUBLE, "%s: unable to read: %s", r->input_path, strerror(errno));
     if (as_input_load(r->input_path, &r->in, report_die, NULL)) exit(AS_TROUBLE);
-    char *table_path = xasprintf("%s/../scenarios.jsonl", r->scen_dir);
+    const char *slash = strrchr(arg, '/'), *base = slash ? slash + 1 : arg;
+    char *table_path = xasprintf("%s/scenarios.jsonl", r->snap_dir);
+    char *table_arg = !strcmp(base, ".") || !strcmp(base, "..") ? as_xstrdup(table_path)
+                    : slash ? xasprintf("%.*s/scenarios.jsonl", (int)(slash - arg), arg) : as_xstrdup("scenarios.jsonl");
     const as_scenario *row = NULL;
     if (!access(table_path, R_OK)) {
         as_table_load(table_path, table, NULL, NULL);
         if (!(row = as_table_find(table, r->name)))
-            as_die(AS_TROUBLE, "%s: scenario %s is not in the table", table_path, r->name);
+            as_die(AS_TROUBLE, "%s: no row named %s in %s", arg, r->name, table_arg);
     }
     free(table_path);
+    free(table_arg);
     return row;
 }
 
@@ -159,8 +184,7 @@ void make_dirs(run *r, const char *out, const char *wp_opt, const as_scenario *r
 // table's), named plainly (the table reader saw to that), not a link.
 static void set_config_path(run *r, const as_scenario *row)
 {
-    char *snap = xasprintf("%s/..", r->scen_dir), rp[PATH_MAX];
-    if (!realpath(snap, rp)) as_die_sys("resolve %s", snap);
+    const char *rp = r->snap_dir;
     int fd = as_open_under(rp, row->configPath, O_RDONLY | O_NONBLOCK, 0);
     struct stat st;
     const char *why = fd < 0 ? as_beneath_strerror(errno) : fstat(fd, &st) || !S_ISREG(st.st_mode) ? "not a regular file" : NULL;
@@ -169,7 +193,6 @@ static void set_config_path(run *r, const as_scenario *row)
     char *cp = xasprintf("%s/%s", rp, row->configPath);
     vars_set(&r->vs, "ACPSNAP_CONFIG_PATH", cp);
     free(cp);
-    free(snap);
 }
 
 // Variables for the profile and the agent's environment.

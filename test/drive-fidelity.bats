@@ -101,3 +101,26 @@ echo: link"
     assert_equal "$stderr" 'acp-drive: t: no row named t in scenarios.jsonl'
     [ -z "$(ls -A "$TMPDIR")" ]
 }
+
+@test "drive-fidelity: ?NAME=value leaves NAME out of the agent's environment when the value is empty" {
+    printf '#!/bin/sh\nenv > "$ACPSNAP_OUT/env.txt"\nexec %s\n' "$ROOT/test/helpers/fake-agent" > env-agent
+    chmod +x env-agent
+    printf '%s\n' 'command = ./env-agent' 'harvest = */*/session.jsonl' \
+        'env = FAKE_EMPTY=${FAKE_NOT_SET:-}' 'env = ?FAKE_OMITTED=${FAKE_NOT_SET:-}' 'env = ?FAKE_OVERRIDE=${ACPSNAP_OVERRIDE:-}' \
+        'env = ?FAKE_KEPT=${FAKE_SET:-}' 'env = ?FAKE_INHERITED=' 'replay.env = ?FAKE_LATER=x' 'record.env = ?FAKE_LATER=' > env.profile
+    input '{"steps":[{"op":"initialize"}]}'
+    FAKE_SET=yes FAKE_INHERITED=1 FAKE_LATER=0 run -0 acp-drive -p env.profile -o out snap/s
+    run -0 bash -c "grep '^FAKE_' out/env.txt | LC_ALL=C sort"
+    assert_output - <<'OUT'
+FAKE_EMPTY=
+FAKE_KEPT=yes
+FAKE_LATER=x
+FAKE_SET=yes
+OUT
+    FAKE_LATER=0 run -0 acp-drive --record -p env.profile -o out snap/s
+    run -1 grep -c '^FAKE_LATER=' out/env.txt
+    assert_output 0
+    printf 'command = x\nenv = ?=v\n' > bad.profile
+    run -2 --separate-stderr acp-drive -p bad.profile -o out snap/s
+    assert_equal "$stderr" 'acp-drive: bad.profile:2: env must be NAME=VALUE or ?NAME=VALUE'
+}

@@ -138,14 +138,14 @@ static void set_command(profile *pf, const char *val, const vars *vs, long line)
     if (!pf->argc) as_die_at(pf->path, line, 0, "empty command");
 }
 
-// env, replay.env, record.env = NAME=VALUE: kept for the mode, expanded at
-// launch (the variables may change until then).
+// env, replay.env, record.env = [?]NAME=VALUE: kept for the mode, expanded
+// at launch (the variables may change until then).
 static void add_env(profile *pf, const char *key, const char *val, int record, long line)
 {
     if (!strcmp(key, "replay.env") && record) return;
     if (!strcmp(key, "record.env") && !record) return;
     const char *eq = strchr(val, '=');
-    if (!eq || eq == val) as_die_at(pf->path, line, 0, "%s must be NAME=VALUE", key);
+    if (!eq || eq == val + (*val == '?')) as_die_at(pf->path, line, 0, "%s must be NAME=VALUE or ?NAME=VALUE", key);
     pf->env = as_xrealloc(pf->env, (pf->nenv + 1) * sizeof *pf->env);
     pf->env_line = as_xrealloc(pf->env_line, (pf->nenv + 1) * sizeof *pf->env_line);
     pf->env_line[pf->nenv] = line;

@@ -218,6 +218,31 @@ static void env_put(vars *env, const char *kv)
     free(x);
 }
 
+// Removes K from env, when there.
+static void env_del(vars *env, const char *k)
+{
+    for (size_t i = 0; i < env->n; i++) {
+        if (strcmp(env->k[i], k)) continue;
+        free(env->k[i]); free(env->v[i]);
+        memmove(env->k + i, env->k + i + 1, (env->n - i - 1) * sizeof *env->k);
+        memmove(env->v + i, env->v + i + 1, (env->n - i - 1) * sizeof *env->v);
+        env->n--;
+        return;
+    }
+}
+
+// A profile line, expanded: K=V sets K; ?K=V sets K when V is not empty,
+// else leaves K out of the environment.
+static void env_line(vars *env, const char *x)
+{
+    if (*x != '?') { env_put(env, x); return; }
+    const char *eq = strchr(x, '=');
+    if (eq[1]) { env_put(env, x + 1); return; }
+    char *k = strndup(x + 1, (size_t)(eq - x - 1));
+    env_del(env, k);
+    free(k);
+}
+
 // The agent's environment: ours, the profile's, the scenario's, the command
 // line's, later ones winning. Returns a NULL-terminated envp (caller frees).
 char **agent_env(run *r, const as_scenario *row, char **extra, size_t nextra)
@@ -228,7 +253,7 @@ char **agent_env(run *r, const as_scenario *row, char **extra, size_t nextra)
     for (size_t i = 0; i < r->vs.n; i++) vars_set(&env, r->vs.k[i], r->vs.v[i]);
     for (size_t i = 0; i < r->pf.nenv; i++) {
         char *x = expand(r->pf.env[i], &r->vs, r->pf.path, r->pf.env_line[i]);
-        env_put(&env, x);
+        env_line(&env, x);
         free(x);
     }
     if (row) for (size_t i = 0; i < row->nenv; i++) vars_set(&env, row->envKeys[i], row->envVals[i]);

@@ -124,3 +124,66 @@ OUT
     run -2 --separate-stderr acp-drive -p bad.profile -o out snap/s
     assert_equal "$stderr" 'acp-drive: bad.profile:2: env must be NAME=VALUE or ?NAME=VALUE'
 }
+
+# A fake agent for failing fast: answers initialize and session/new, then
+# does what $1 says at the first prompt.
+quick_agent() {
+    cat > quick-agent <<'AGENT'
+#!/bin/bash
+while IFS= read -r line; do
+    id=$(jq -c '.id // empty' <<<"$line")
+    case $(jq -r .method <<<"$line") in
+    initialize) printf '{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":1}}\n' "$id" ;;
+    session/new) printf '{"jsonrpc":"2.0","id":%s,"result":{"sessionId":"q"}}\n' "$id" ;;
+    session/prompt)
+        case $QUICK in
+        exit) echo "quick-agent: giving up" >&2; exit 4 ;;
+        answer-exit) printf '{"jsonrpc":"2.0","id":%s,"result":{"stopReason":"end_turn"}}\n' "$id"
+            echo "quick-agent: done, leaving" >&2; exit 0 ;;
+        parse) echo "quick-agent: unreadable line" >&2
+            printf '{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}\n' ;;
+        null) printf '{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid request"}}\n' ;;
+        esac ;;
+    esac
+done
+AGENT
+    chmod +x quick-agent
+    printf 'command = ./quick-agent\nharvest = none\nrpc-timeout = 30000\ntimeout = 30000\n' > quick.profile
+}
+ms() { echo $(( $(date +%s%N) / 1000000 )); }
+
+@test "drive-fidelity: an agent that exits mid-step fails the step at once, with its stderr" {
+    quick_agent
+    input '{"steps":[{"op":"initialize"},{"op":"newSession"},{"op":"prompt","text":"x"}]}'
+    t=$(ms)
+    QUICK=exit run -1 --separate-stderr acp-drive -p quick.profile -o out snap/s
+    (( $(ms) - t < 1000 ))
+    assert_equal "$stderr" 'acp-drive: snap/s/input.json:1: step 2 (prompt): the agent exited before answering session/prompt
+acp-drive: s: agent exit status 4
+acp-drive: agent stderr:
+quick-agent: giving up'
+    input '{"steps":[{"op":"initialize"},{"op":"newSession"},{"op":"prompt","text":"x"},{"op":"waitForTurnEnd"}]}'
+    t=$(ms)
+    QUICK=answer-exit run -1 --separate-stderr acp-drive -p quick.profile -o out snap/s
+    (( $(ms) - t < 1000 ))
+    assert_equal "$stderr" 'acp-drive: snap/s/input.json:1: step 3 (waitForTurnEnd): the agent exited while waiting: the session did not persist turn/end
+acp-drive: s: agent exit status 0
+acp-drive: agent stderr:
+quick-agent: done, leaving'
+}
+
+@test "drive-fidelity: a JSON-RPC parse error or an error with a null id fails the step at once" {
+    quick_agent
+    input '{"steps":[{"op":"initialize"},{"op":"newSession"},{"op":"prompt","text":"x"}]}'
+    t=$(ms)
+    QUICK=parse run -1 --separate-stderr acp-drive -p quick.profile -o out snap/s
+    (( $(ms) - t < 1000 ))
+    assert_equal "$stderr" 'acp-drive: snap/s/input.json:1: step 2 (prompt): the agent could not parse what it was sent (error -32700): Parse error
+acp-drive: s: agent killed by signal 9 (Killed)
+acp-drive: agent stderr:
+quick-agent: unreadable line'
+    t=$(ms)
+    QUICK=null run -1 --separate-stderr acp-drive -p quick.profile -o out snap/s
+    (( $(ms) - t < 1000 ))
+    assert_equal "${stderr%%$'\n'*}" 'acp-drive: snap/s/input.json:1: step 2 (prompt): the agent answered error -32600 to no request: Invalid request'
+}

@@ -7,7 +7,7 @@ setup() {
     cd "$BATS_TEST_TMPDIR"
     export TMPDIR=$BATS_TEST_TMPDIR/tmp
     mkdir -p "$TMPDIR" snap/s
-    printf 'command = %s\nharvest = */*/session.jsonl\n' "$ROOT/test/helpers/fake-agent" > fake.profile
+    printf 'command = %s\nharvest = */*/session.jsonl\nspill-root = tmpdir\n' "$ROOT/test/helpers/fake-agent" > fake.profile
     printf '{"type":"session","id":"x","createdAt":0}\n' > snap/s/session.jsonl
 }
 

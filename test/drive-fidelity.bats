@@ -8,7 +8,7 @@ setup() {
     cd "$BATS_TEST_TMPDIR"
     export TMPDIR=$BATS_TEST_TMPDIR/tmp
     mkdir -p "$TMPDIR" snap/s
-    printf 'command = %s\nharvest = */*/session.jsonl\n' "$ROOT/test/helpers/fake-agent" > fake.profile
+    printf 'command = %s\nharvest = */*/session.jsonl\nspill-root = tmpdir\n' "$ROOT/test/helpers/fake-agent" > fake.profile
     printf '{"type":"session","id":"x","createdAt":0}\n' > snap/s/session.jsonl
 }
 
@@ -146,6 +146,7 @@ while IFS= read -r line; do
         esac ;;
     esac
 done
+exec sleep 100    # killed: the status must not depend on stdin's EOF
 AGENT
     chmod +x quick-agent
     printf 'command = ./quick-agent\nharvest = none\nrpc-timeout = 30000\ntimeout = 30000\n' > quick.profile
@@ -186,4 +187,50 @@ quick-agent: unreadable line'
     QUICK=null run -1 --separate-stderr acp-drive -p quick.profile -o out snap/s
     (( $(ms) - t < 1000 ))
     assert_equal "${stderr%%$'\n'*}" 'acp-drive: snap/s/input.json:1: step 2 (prompt): the agent answered error -32600 to no request: Invalid request'
+}
+
+@test "drive-fidelity: the spill root is spelled as the reference fixtures spell it" {
+    mv snap/s snap/bash-spill
+    printf '{"steps":[{"op":"initialize"},{"op":"newSession"},{"op":"prompt","text":"env: ACPSNAP_SPILL_ROOT"}]}\n' > snap/bash-spill/input.json
+    # the reference fixture's literal: /tmp/dsh-acp-snap-<sha256("bash-spill"), 9 hex>
+    printf '%s\n' 'echo: /tmp/dsh-acp-snap-ee77dff02' > expected
+    printf 'command = %s\nharvest = */*/session.jsonl\n' "$ROOT/test/helpers/fake-agent" > tmp.profile
+    run -0 acp-drive -p tmp.profile -o out snap/bash-spill
+    run -0 diff expected <(jq -r 'select(.method) | .params.update.content.text' out/stdout.raw.jsonl)
+    # spill-root = tmpdir: the same name under TMPDIR
+    run -0 acp-drive -p fake.profile -o out snap/bash-spill
+    assert_equal "$(jq -r 'select(.method) | .params.update.content.text' out/stdout.raw.jsonl)" "echo: $TMPDIR/dsh-acp-snap-ee77dff02"
+    [ -z "$(ls -A "$TMPDIR")" ]
+    printf 'command = x\nspill-root = /var/tmp\n' > bad.profile
+    run -2 --separate-stderr acp-drive -p bad.profile -o out snap/bash-spill
+    assert_equal "$stderr" 'acp-drive: bad.profile:2: spill-root must be tmp or tmpdir'
+}
+
+@test "drive-fidelity: two runs of one scenario at once: the second waits for the first's spill root" {
+    printf '#!/bin/bash\nls -A "$ACPSNAP_SPILL_ROOT" > "$ACPSNAP_OUT/spill-at-start"\necho "$ACPSNAP_OUT" > "$ACPSNAP_SPILL_ROOT/owner"\nsleep 1\ncat "$ACPSNAP_SPILL_ROOT/owner" > "$ACPSNAP_OUT/spill-at-end"\nexec %s\n' \
+        "$ROOT/test/helpers/fake-agent" > spill-agent
+    chmod +x spill-agent
+    printf 'command = ./spill-agent\nharvest = */*/session.jsonl\nspill-root = tmpdir\n' > spill.profile
+    input '{"steps":[{"op":"initialize"},{"op":"newSession"},{"op":"prompt","text":"hi"}]}'
+    acp-drive -p spill.profile -o a snap/s 2> a.err & pa=$!
+    for ((i = 0; i < 500; i++)); do [ -s a/spill-at-start ] || [ -e "$TMPDIR"/dsh-acp-snap-*/owner ] && break; sleep 0.01; done
+    acp-drive -p spill.profile -o b snap/s 2> b.err & pb=$!
+    wait "$pa"; wait "$pb"
+    assert_equal "$(cat a.err b.err)" ''
+    # each run had the spill root to itself, from start to end
+    assert_equal "$(cat a/spill-at-start b/spill-at-start)" ''
+    assert_equal "$(cat a/spill-at-end)" "$BATS_TEST_TMPDIR/a"
+    assert_equal "$(cat b/spill-at-end)" "$BATS_TEST_TMPDIR/b"
+    [ -z "$(ls -A "$TMPDIR")" ]
+}
+
+@test "drive-fidelity: a spill root left behind is trouble after --timeout, and stays untouched" {
+    spill=$TMPDIR/dsh-acp-snap-$(printf s | sha256sum | cut -c1-9)
+    mkdir "$spill"
+    : > "$spill/theirs"
+    input '{"steps":[{"op":"initialize"}]}'
+    run -2 --separate-stderr acp-drive -p fake.profile -o out --timeout 300 snap/s
+    assert_equal "$stderr" "acp-drive: $spill: spill root of s in use for 300 ms: another run of the scenario, or one that left it behind (remove it when none runs)"
+    [ -e "$spill/theirs" ]
+    assert_equal "$(ls "$TMPDIR")" "${spill##*/}"
 }

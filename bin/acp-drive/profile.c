@@ -172,6 +172,13 @@ static void set_provider(profile *pf, const char *val, long line)
     else as_die_at(pf->path, line, 0, "provider must be agent or replay-serve");
 }
 
+static void set_spill_root(profile *pf, const char *val, long line)
+{
+    if (!strcmp(val, "tmpdir")) pf->spill_tmpdir = 1;
+    else if (!strcmp(val, "tmp")) pf->spill_tmpdir = 0;
+    else as_die_at(pf->path, line, 0, "spill-root must be tmp or tmpdir");
+}
+
 // One non-blank, non-comment line (trimmed).
 static void profile_line(profile *pf, char *s, int record, const vars *vs, long line)
 {
@@ -184,6 +191,7 @@ static void profile_line(profile *pf, char *s, int record, const vars *vs, long 
         add_env(pf, key, val, record, line);
     else if (!strcmp(key, "harvest")) set_harvest(pf, val);
     else if (!strcmp(key, "provider")) set_provider(pf, val, line);
+    else if (!strcmp(key, "spill-root")) set_spill_root(pf, val, line);
     else if (!strcmp(key, "timeout")) pf->timeout = ms_value(val, pf->path, line, key);
     else if (!strcmp(key, "rpc-timeout")) pf->rpc_timeout = ms_value(val, pf->path, line, key);
     else if (!strcmp(key, "exit-timeout")) pf->exit_timeout = ms_value(val, pf->path, line, key);

@@ -5,6 +5,7 @@
 #include "drive.h"
 #include "confine.h"
 #include "replay.h"
+#include "sha256.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -97,15 +98,6 @@ const as_scenario *load_scenario(run *r, const char *arg0, as_table *table)
 }
 
 // ---------------------------------------------------------------- directories
-// Fixed-length, scenario-keyed spill root (FNV-1a of the name, 9 hex digits).
-static char *spill_root_for(const char *name)
-{
-    uint64_t h = 1469598103934665603ULL;
-    for (const unsigned char *p = (const unsigned char *)name; *p; p++) { h ^= *p; h *= 1099511628211ULL; }
-    // dsh's spelling, which scrub turns into {{spillLocator:<name>}}
-    return xasprintf("/tmp/dsh-acp-snap-%09llx", (unsigned long long)(h & 0xfffffffffULL));
-}
-
 static char *workspace_parent(const char *wp)
 {
     const char *tmp = getenv("TMPDIR");
@@ -162,7 +154,7 @@ static void mkdir_parents(const char *path)
 }
 
 // The run's directories: the output directory (and its parents), the generated cwd with the
-// scenario's workspace/ copied in, a private sessions root, the spill root.
+// scenario's workspace/ copied in, a private sessions root.
 void make_dirs(run *r, const char *out, const char *wp_opt, const as_scenario *row)
 {
     mkdir_parents(out);
@@ -173,10 +165,35 @@ void make_dirs(run *r, const char *out, const char *wp_opt, const as_scenario *r
     if (!mkdtemp(r->tmp_root)) as_die_sys("create a temporary directory");
     r->sessions_root = xasprintf("%s/sessions", r->tmp_root);
     if (mkdir(r->sessions_root, 0700)) as_die_sys("create %s", r->sessions_root);
-    r->spill_root = spill_root_for(r->name);
     char *ws = xasprintf("%s/workspace", r->scen_dir);
     if (as_is_dir(ws)) copy_workspace(r, ws);
     free(ws);
+}
+
+// The spill root: fixed-length and scenario-keyed as the reference
+// implementation spells it, dsh-acp-snap-<the first 9 hex digits of the
+// sha256 of the scenario's name>, under /tmp (or TMPDIR when the profile
+// says spill-root = tmpdir). Created here, exclusively: a concurrent run of
+// the same scenario owns it until it removes it; this one waits for that
+// (its --timeout at most), then fails, never touching the other's files.
+void make_spill_root(run *r)
+{
+    const char *tmp = getenv("TMPDIR");
+    const char *parent = r->pf.spill_tmpdir && tmp && *tmp ? tmp : "/tmp";
+    char hex[65];
+    as_sha256_hex(r->name, strlen(r->name), hex);
+    char *path = xasprintf("%s/dsh-acp-snap-%.9s", parent, hex);
+    long deadline = as_now_ms() + r->timeout;
+    while (mkdir(path, 0700)) {
+        if (errno != EEXIST) as_die_sys("create %s", path);
+        if (as_now_ms() >= deadline)
+            as_die(AS_TROUBLE, "%s: spill root of %s in use for %ld ms: another run of the scenario, "
+                   "or one that left it behind (remove it when none runs)", path, r->name, r->timeout);
+        struct timespec ts = { 0, 20000000 };
+        if (nanosleep(&ts, NULL) && errno == EINTR) as_die(AS_TROUBLE, "%s: interrupted waiting for the spill root %s", r->name, path);
+    }
+    r->spill_root = path;
+    vars_set(&r->vs, "ACPSNAP_SPILL_ROOT", path);
 }
 
 // ---------------------------------------------------------------- variables and environment
@@ -203,7 +220,6 @@ void set_vars(run *r, const as_scenario *row)
     vars_set(&r->vs, "ACPSNAP_SCENARIO_DIR", r->scen_dir);
     vars_set(&r->vs, "ACPSNAP_CWD", r->cwd);
     vars_set(&r->vs, "ACPSNAP_SESSIONS_ROOT", r->sessions_root);
-    vars_set(&r->vs, "ACPSNAP_SPILL_ROOT", r->spill_root);
     vars_set(&r->vs, "ACPSNAP_OUT", r->outdir);
     if (row && row->configPath) set_config_path(r, row);
 }

@@ -7,7 +7,7 @@ setup() {
     cd "$BATS_TEST_TMPDIR"
     export TMPDIR=$BATS_TEST_TMPDIR/tmp
     mkdir -p "$TMPDIR" snap/s
-    printf 'command = %s\nharvest = */*/session.jsonl\n' "$ROOT/test/helpers/fake-agent" > fake.profile
+    printf 'command = %s\nharvest = */*/session.jsonl\nspill-root = tmpdir\n' "$ROOT/test/helpers/fake-agent" > fake.profile
     printf '{"type":"session","id":"x","createdAt":0}\n' > snap/s/session.jsonl
 }
 
@@ -66,7 +66,7 @@ echo: $BATS_TEST_TMPDIR/out/replay.jsonl"
     printf '%s\n' '{"name":"other","hasModelTurn":false,"recorded":false}' > snap/scenarios.jsonl
     input '{"steps":[{"op":"initialize"}]}'
     run -2 --separate-stderr acp-drive -p fake.profile -o out snap/s
-    assert_equal "$stderr" "acp-drive: $BATS_TEST_TMPDIR/snap/s/../scenarios.jsonl: scenario s is not in the table"
+    assert_equal "$stderr" "acp-drive: snap/s: no row named s in snap/scenarios.jsonl"
     no_leftovers
 }
 

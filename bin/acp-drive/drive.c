@@ -198,6 +198,27 @@ static int is_awaited(const run *r, const as_json *j, int method)
     return ty >= 0 && as_json_streq(j, ty, "text") && tx >= 0 && as_json_streq(j, tx, r->want_text);
 }
 
+// An error response to no request of ours (id null or absent), or a parse
+// error (-32700): the agent could not read what it was sent, and no answer
+// will come. Fails the run at once with its message.
+static int stray_error(run *r, const as_json *j, int id)
+{
+    int e = as_json_get(j, 0, "error");
+    if (e < 0 || j->t[e].type != AS_JOBJ) return 0;
+    int c = as_json_get(j, e, "code"), m = as_json_get(j, e, "message");
+    int64_t code = 0;
+    int has_code = c >= 0 && as_json_int(j, c, &code);
+    if (id >= 0 && j->t[id].type != AS_JNULL && !(has_code && code == -32700)) return 0;
+    as_buf msg = {0};
+    if (m >= 0 && j->t[m].type == AS_JSTR) as_json_str(j, m, &msg);
+    else as_buf_puts(&msg, "");
+    if (has_code && code == -32700) fail(r, "the agent could not parse what it was sent (error -32700): %.200s", msg.p);
+    else if (has_code) fail(r, "the agent answered error %lld to no request: %.200s", (long long)code, msg.p);
+    else fail(r, "the agent answered an error to no request: %.200s", msg.p);
+    as_buf_free(&msg);
+    return 1;
+}
+
 static void on_frame(run *r, const char *p, size_t n)
 {
     as_json *j = &r->frame;
@@ -209,6 +230,7 @@ static void on_frame(run *r, const char *p, size_t n)
         else if (r->want_text && is_awaited(r, j, method)) r->want_seen = 1;
         return;
     }
+    if (stray_error(r, j, id)) return;
     int64_t rid;
     if (id >= 0 && as_json_int(j, id, &rid) && rid >= 0 && (size_t)rid < r->nresp && !r->resp[rid])
         r->resp[rid] = strndup(p, n);

@@ -32,6 +32,7 @@ typedef struct {
     long *env_line;
     char **harvest; size_t nharvest;
     int serve;                      // provider = replay-serve
+    int spill_tmpdir;               // spill-root = tmpdir
     long timeout, rpc_timeout, exit_timeout;   // -1: not set
 } profile;
 
@@ -49,8 +50,9 @@ void profile_free(profile *pf);
 // ---------------------------------------------------------------- the run
 typedef struct {
     // the scenario
-    char scen_dir[PATH_MAX];
-    const char *name;               // its last path component
+    char scen_dir[PATH_MAX];        // the real parent, then the name as spelled
+    char snap_dir[PATH_MAX];        // the real parent: the table's directory
+    const char *name;               // its last path component as spelled
     char *scen_arg;                 // the scenario's path as the user spelled it
     char *input_path;               // … and its input.json
     as_input in;
@@ -93,6 +95,7 @@ void write_plain(const char *path, const void *p, size_t n);
 const as_scenario *load_scenario(run *r, const char *arg0, as_table *table);
 void make_dirs(run *r, const char *out, const char *wp_opt, const as_scenario *row);
 void set_vars(run *r, const as_scenario *row);
+void make_spill_root(run *r);
 char *prepare_replay(run *r);
 char **agent_env(run *r, const as_scenario *row, char **extra, size_t nextra);
 void start_serve(run *r, const char *script);

@@ -28,7 +28,7 @@ static const char USAGE[] =
     "over ACP, raw stdout captured, the session logs harvested, and run.json\n"
     "written for scrub --context, all into OUTDIR.\n"
     "  -p, --profile FILE        the agent profile\n"
-    "  -o, --out DIR             the output directory (created when missing)\n"
+    "  -o, --out DIR             the output directory (created with its parents)\n"
     "  -r, --record              record mode: no fixture; the profile's record.env\n"
     "      --timeout MS          waiting steps (default: the profile's, else 10000)\n"
     "      --rpc-timeout MS      each ACP request (default 60000; 600000 recording)\n"
@@ -176,10 +176,10 @@ static void cleanup(const run *r)
 {
     if (r->pid > 0 && !r->exited) { kill(r->pid, SIGKILL); waitpid(r->pid, NULL, 0); }
     if (r->serve_pid > 0) { kill(r->serve_pid, SIGKILL); waitpid(r->serve_pid, NULL, 0); }
+    if (r->spill_root) rm_rf(r->spill_root);     // ours: --keep would block the next run
     if (r->keep) return;
     if (r->cwd) rm_rf(r->cwd);
     if (r->tmp_root) rm_rf(r->tmp_root);
-    if (r->spill_root) rm_rf(r->spill_root);
 }
 
 // An exit handler takes no argument: the run to clean up when a helper dies
@@ -230,6 +230,7 @@ int main(int argc, char **argv)
     char *script = r.record ? NULL : prepare_replay(&r);
     profile_load(&r.pf, o.profile, r.record, &r.vs);
     set_timeouts(&r, &o);
+    make_spill_root(&r);
     if (!r.record && r.pf.serve) start_serve(&r, script);
     char **envp = agent_env(&r, row, o.env, o.nenv);
     int rc = run_agent(&r, envp);

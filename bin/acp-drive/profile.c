@@ -138,14 +138,14 @@ static void set_command(profile *pf, const char *val, const vars *vs, long line)
     if (!pf->argc) as_die_at(pf->path, line, 0, "empty command");
 }
 
-// env, replay.env, record.env = NAME=VALUE: kept for the mode, expanded at
-// launch (the variables may change until then).
+// env, replay.env, record.env = [?]NAME=VALUE: kept for the mode, expanded
+// at launch (the variables may change until then).
 static void add_env(profile *pf, const char *key, const char *val, int record, long line)
 {
     if (!strcmp(key, "replay.env") && record) return;
     if (!strcmp(key, "record.env") && !record) return;
     const char *eq = strchr(val, '=');
-    if (!eq || eq == val) as_die_at(pf->path, line, 0, "%s must be NAME=VALUE", key);
+    if (!eq || eq == val + (*val == '?')) as_die_at(pf->path, line, 0, "%s must be NAME=VALUE or ?NAME=VALUE", key);
     pf->env = as_xrealloc(pf->env, (pf->nenv + 1) * sizeof *pf->env);
     pf->env_line = as_xrealloc(pf->env_line, (pf->nenv + 1) * sizeof *pf->env_line);
     pf->env_line[pf->nenv] = line;
@@ -172,6 +172,13 @@ static void set_provider(profile *pf, const char *val, long line)
     else as_die_at(pf->path, line, 0, "provider must be agent or replay-serve");
 }
 
+static void set_spill_root(profile *pf, const char *val, long line)
+{
+    if (!strcmp(val, "tmpdir")) pf->spill_tmpdir = 1;
+    else if (!strcmp(val, "tmp")) pf->spill_tmpdir = 0;
+    else as_die_at(pf->path, line, 0, "spill-root must be tmp or tmpdir");
+}
+
 // One non-blank, non-comment line (trimmed).
 static void profile_line(profile *pf, char *s, int record, const vars *vs, long line)
 {
@@ -184,6 +191,7 @@ static void profile_line(profile *pf, char *s, int record, const vars *vs, long 
         add_env(pf, key, val, record, line);
     else if (!strcmp(key, "harvest")) set_harvest(pf, val);
     else if (!strcmp(key, "provider")) set_provider(pf, val, line);
+    else if (!strcmp(key, "spill-root")) set_spill_root(pf, val, line);
     else if (!strcmp(key, "timeout")) pf->timeout = ms_value(val, pf->path, line, key);
     else if (!strcmp(key, "rpc-timeout")) pf->rpc_timeout = ms_value(val, pf->path, line, key);
     else if (!strcmp(key, "exit-timeout")) pf->exit_timeout = ms_value(val, pf->path, line, key);

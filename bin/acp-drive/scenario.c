@@ -5,6 +5,7 @@
 #include "drive.h"
 #include "confine.h"
 #include "replay.h"
+#include "sha256.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -48,39 +49,55 @@ static void report_die(void *ctx, const char *file, long line, const char *msg)
     as_warn_at(file, line, 0, "%s", msg);
 }
 
+// The scenario's directory as the user spelled it: its name is the last
+// component, its table the scenarios.jsonl of the parent as spelled (a
+// linked scenario directory keeps its name and its table). Sets scen_dir
+// (the real parent, then the name) and snap_dir (the real parent).
+static void locate_scenario(run *r, const char *arg)
+{
+    const char *slash = strrchr(arg, '/'), *base = slash ? slash + 1 : arg;
+    int plain = *base && strcmp(base, ".") && strcmp(base, "..");
+    char *parent = !plain ? NULL : !slash ? as_xstrdup(".") : slash == arg ? as_xstrdup("/") : strndup(arg, (size_t)(slash - arg));
+    if (plain && realpath(parent, r->snap_dir)) {
+        int n = snprintf(r->scen_dir, sizeof r->scen_dir, "%s%s%s", r->snap_dir, strcmp(r->snap_dir, "/") ? "/" : "", base);
+        if (n < 0 || (size_t)n >= sizeof r->scen_dir) *r->scen_dir = 0;
+    } else if (!plain && realpath(arg, r->scen_dir)) {     // "." or "..": its real name
+        snprintf(r->snap_dir, sizeof r->snap_dir, "%s", r->scen_dir);
+        *strrchr(r->snap_dir, '/') = 0;
+    } else *r->scen_dir = 0;
+    free(parent);
+    if (!*r->scen_dir || !as_is_dir(r->scen_dir)) as_die(AS_TROUBLE, "%s: not a scenario directory", arg);
+    r->name = strrchr(r->scen_dir, '/') + 1;
+}
+
 // The scenario: its directory, input.json, its table row (when there is a
-// table). Messages name input.json as the user spelled the scenario's path.
+// table: then the scenario must have a row). Messages name input.json and
+// the table as the user spelled the scenario's path.
 const as_scenario *load_scenario(run *r, const char *arg0, as_table *table)
 {
-    if (!realpath(arg0, r->scen_dir) || !as_is_dir(r->scen_dir)) as_die(AS_TROUBLE, "%s: not a scenario directory", arg0);
-    r->name = strrchr(r->scen_dir, '/') ? strrchr(r->scen_dir, '/') + 1 : r->scen_dir;
     char *arg = as_xstrdup(arg0);
     for (size_t n = strlen(arg); n > 1 && arg[n - 1] == '/'; n--) arg[n - 1] = 0;
+    locate_scenario(r, arg);
     r->input_path = xasprintf("%s/input.json", arg);
     r->scen_arg = arg;
     if (access(r->input_path, R_OK)) as_die(AS_TROUBLE, "%s: unable to read: %s", r->input_path, strerror(errno));
     if (as_input_load(r->input_path, &r->in, report_die, NULL)) exit(AS_TROUBLE);
-    char *table_path = xasprintf("%s/../scenarios.jsonl", r->scen_dir);
+    const char *slash = strrchr(arg, '/'), *base = slash ? slash + 1 : arg;
+    char *table_path = xasprintf("%s/scenarios.jsonl", r->snap_dir);
+    char *table_arg = !strcmp(base, ".") || !strcmp(base, "..") ? as_xstrdup(table_path)
+                    : slash ? xasprintf("%.*s/scenarios.jsonl", (int)(slash - arg), arg) : as_xstrdup("scenarios.jsonl");
     const as_scenario *row = NULL;
     if (!access(table_path, R_OK)) {
         as_table_load(table_path, table, NULL, NULL);
         if (!(row = as_table_find(table, r->name)))
-            as_die(AS_TROUBLE, "%s: scenario %s is not in the table", table_path, r->name);
+            as_die(AS_TROUBLE, "%s: no row named %s in %s", arg, r->name, table_arg);
     }
     free(table_path);
+    free(table_arg);
     return row;
 }
 
 // ---------------------------------------------------------------- directories
-// Fixed-length, scenario-keyed spill root (FNV-1a of the name, 9 hex digits).
-static char *spill_root_for(const char *name)
-{
-    uint64_t h = 1469598103934665603ULL;
-    for (const unsigned char *p = (const unsigned char *)name; *p; p++) { h ^= *p; h *= 1099511628211ULL; }
-    // dsh's spelling, which scrub turns into {{spillLocator:<name>}}
-    return xasprintf("/tmp/dsh-acp-snap-%09llx", (unsigned long long)(h & 0xfffffffffULL));
-}
-
 static char *workspace_parent(const char *wp)
 {
     const char *tmp = getenv("TMPDIR");
@@ -114,11 +131,33 @@ static void make_cwd(run *r, const char *wp_opt, const as_scenario *row)
     if (!realpath(r->cwd, r->cwd_real)) snprintf(r->cwd_real, sizeof r->cwd_real, "%s", r->cwd);
 }
 
-// The run's directories: the output directory, the generated cwd with the
-// scenario's workspace/ copied in, a private sessions root, the spill root.
+// mkdir -p: the existing part of the path is the user's (links there are
+// followed, as chosen); each missing component is created, and must then be
+// a directory. Dies on failure.
+static void mkdir_parents(const char *path)
+{
+    if (!*path) as_die(AS_TROUBLE, "invalid --out: empty");
+    char *p = as_xstrdup(path);
+    for (char *s = p + 1;; s++) {
+        if (*s && *s != '/') continue;
+        char c = *s;
+        *s = 0;
+        struct stat st;
+        if (mkdir(p, 0755) && (errno != EEXIST || stat(p, &st) || !S_ISDIR(st.st_mode))) {
+            if (errno == EEXIST) errno = ENOTDIR;
+            as_die_sys("create %s", p);
+        }
+        if (!(*s = c)) break;
+        while (s[1] == '/') s++;
+    }
+    free(p);
+}
+
+// The run's directories: the output directory (and its parents), the generated cwd with the
+// scenario's workspace/ copied in, a private sessions root.
 void make_dirs(run *r, const char *out, const char *wp_opt, const as_scenario *row)
 {
-    if (mkdir(out, 0755) && errno != EEXIST) as_die_sys("create %s", out);
+    mkdir_parents(out);
     if (!realpath(out, r->outdir)) as_die_sys("resolve %s", out);
     make_cwd(r, wp_opt, row);
     const char *tmp = getenv("TMPDIR");
@@ -126,10 +165,35 @@ void make_dirs(run *r, const char *out, const char *wp_opt, const as_scenario *r
     if (!mkdtemp(r->tmp_root)) as_die_sys("create a temporary directory");
     r->sessions_root = xasprintf("%s/sessions", r->tmp_root);
     if (mkdir(r->sessions_root, 0700)) as_die_sys("create %s", r->sessions_root);
-    r->spill_root = spill_root_for(r->name);
     char *ws = xasprintf("%s/workspace", r->scen_dir);
     if (as_is_dir(ws)) copy_workspace(r, ws);
     free(ws);
+}
+
+// The spill root: fixed-length and scenario-keyed as the reference
+// implementation spells it, dsh-acp-snap-<the first 9 hex digits of the
+// sha256 of the scenario's name>, under /tmp (or TMPDIR when the profile
+// says spill-root = tmpdir). Created here, exclusively: a concurrent run of
+// the same scenario owns it until it removes it; this one waits for that
+// (its --timeout at most), then fails, never touching the other's files.
+void make_spill_root(run *r)
+{
+    const char *tmp = getenv("TMPDIR");
+    const char *parent = r->pf.spill_tmpdir && tmp && *tmp ? tmp : "/tmp";
+    char hex[65];
+    as_sha256_hex(r->name, strlen(r->name), hex);
+    char *path = xasprintf("%s/dsh-acp-snap-%.9s", parent, hex);
+    long deadline = as_now_ms() + r->timeout;
+    while (mkdir(path, 0700)) {
+        if (errno != EEXIST) as_die_sys("create %s", path);
+        if (as_now_ms() >= deadline)
+            as_die(AS_TROUBLE, "%s: spill root of %s in use for %ld ms: another run of the scenario, "
+                   "or one that left it behind (remove it when none runs)", path, r->name, r->timeout);
+        struct timespec ts = { 0, 20000000 };
+        if (nanosleep(&ts, NULL) && errno == EINTR) as_die(AS_TROUBLE, "%s: interrupted waiting for the spill root %s", r->name, path);
+    }
+    r->spill_root = path;
+    vars_set(&r->vs, "ACPSNAP_SPILL_ROOT", path);
 }
 
 // ---------------------------------------------------------------- variables and environment
@@ -137,8 +201,7 @@ void make_dirs(run *r, const char *out, const char *wp_opt, const as_scenario *r
 // table's), named plainly (the table reader saw to that), not a link.
 static void set_config_path(run *r, const as_scenario *row)
 {
-    char *snap = xasprintf("%s/..", r->scen_dir), rp[PATH_MAX];
-    if (!realpath(snap, rp)) as_die_sys("resolve %s", snap);
+    const char *rp = r->snap_dir;
     int fd = as_open_under(rp, row->configPath, O_RDONLY | O_NONBLOCK, 0);
     struct stat st;
     const char *why = fd < 0 ? as_beneath_strerror(errno) : fstat(fd, &st) || !S_ISREG(st.st_mode) ? "not a regular file" : NULL;
@@ -147,7 +210,6 @@ static void set_config_path(run *r, const as_scenario *row)
     char *cp = xasprintf("%s/%s", rp, row->configPath);
     vars_set(&r->vs, "ACPSNAP_CONFIG_PATH", cp);
     free(cp);
-    free(snap);
 }
 
 // Variables for the profile and the agent's environment.
@@ -158,7 +220,6 @@ void set_vars(run *r, const as_scenario *row)
     vars_set(&r->vs, "ACPSNAP_SCENARIO_DIR", r->scen_dir);
     vars_set(&r->vs, "ACPSNAP_CWD", r->cwd);
     vars_set(&r->vs, "ACPSNAP_SESSIONS_ROOT", r->sessions_root);
-    vars_set(&r->vs, "ACPSNAP_SPILL_ROOT", r->spill_root);
     vars_set(&r->vs, "ACPSNAP_OUT", r->outdir);
     if (row && row->configPath) set_config_path(r, row);
 }
@@ -173,6 +234,31 @@ static void env_put(vars *env, const char *kv)
     free(x);
 }
 
+// Removes K from env, when there.
+static void env_del(vars *env, const char *k)
+{
+    for (size_t i = 0; i < env->n; i++) {
+        if (strcmp(env->k[i], k)) continue;
+        free(env->k[i]); free(env->v[i]);
+        memmove(env->k + i, env->k + i + 1, (env->n - i - 1) * sizeof *env->k);
+        memmove(env->v + i, env->v + i + 1, (env->n - i - 1) * sizeof *env->v);
+        env->n--;
+        return;
+    }
+}
+
+// A profile line, expanded: K=V sets K; ?K=V sets K when V is not empty,
+// else leaves K out of the environment.
+static void env_line(vars *env, const char *x)
+{
+    if (*x != '?') { env_put(env, x); return; }
+    const char *eq = strchr(x, '=');
+    if (eq[1]) { env_put(env, x + 1); return; }
+    char *k = strndup(x + 1, (size_t)(eq - x - 1));
+    env_del(env, k);
+    free(k);
+}
+
 // The agent's environment: ours, the profile's, the scenario's, the command
 // line's, later ones winning. Returns a NULL-terminated envp (caller frees).
 char **agent_env(run *r, const as_scenario *row, char **extra, size_t nextra)
@@ -183,7 +269,7 @@ char **agent_env(run *r, const as_scenario *row, char **extra, size_t nextra)
     for (size_t i = 0; i < r->vs.n; i++) vars_set(&env, r->vs.k[i], r->vs.v[i]);
     for (size_t i = 0; i < r->pf.nenv; i++) {
         char *x = expand(r->pf.env[i], &r->vs, r->pf.path, r->pf.env_line[i]);
-        env_put(&env, x);
+        env_line(&env, x);
         free(x);
     }
     if (row) for (size_t i = 0; i < row->nenv; i++) vars_set(&env, row->envKeys[i], row->envVals[i]);

@@ -80,7 +80,7 @@ static void do_new_session(run *r, int st, const step_kind *k)
     as_jstr_write(&params, r->cwd, strlen(r->cwd));
     as_buf_puts(&params, ",\"mcpServers\":[]");
     int ad = as_json_get(j, st, "additionalDirectories");
-    if (ad >= 0) { as_buf_puts(&params, ",\"additionalDirectories\":"); as_buf_put(&params, as_tok_p(j, ad), as_tok_len(j, ad)); }
+    if (ad >= 0) { as_buf_puts(&params, ",\"additionalDirectories\":"); as_json_compact(as_tok_p(j, ad), as_tok_len(j, ad), &params); }
     as_buf_putc(&params, '}');
     long id = request(r, "session/new", &params);
     const char *resp = await_response(r, id, "session/new", r->rpc_timeout);
@@ -93,7 +93,9 @@ static void do_new_session(run *r, int st, const step_kind *k)
     as_buf_free(&msg);
 }
 
-// session/prompt params with a text block, or the step's content array verbatim.
+// session/prompt params with a text block, or the step's content array.
+// Values from input.json go into the frame compact (one frame, one line),
+// their strings and numbers spelled as written.
 static void prompt_params(const run *r, int st, int content, as_buf *b)
 {
     const as_json *j = &r->in.j;
@@ -102,7 +104,7 @@ static void prompt_params(const run *r, int st, int content, as_buf *b)
     as_buf_puts(b, ",\"prompt\":");
     if (content) {
         int c = as_json_get(j, st, "content");
-        as_buf_put(b, as_tok_p(j, c), as_tok_len(j, c));
+        as_json_compact(as_tok_p(j, c), as_tok_len(j, c), b);
     } else {
         as_buf_puts(b, "[{\"type\":\"text\",\"text\":");
         int t = as_json_get(j, st, "text");

@@ -151,6 +151,7 @@ AGENT
     chmod +x quick-agent
     printf 'command = ./quick-agent\nharvest = none\nrpc-timeout = 30000\ntimeout = 30000\n' > quick.profile
 }
+# (bounds are loose: a loaded CI machine; what counts is that no 30 s timeout ran)
 ms() { echo $(( $(date +%s%N) / 1000000 )); }
 
 @test "drive-fidelity: an agent that exits mid-step fails the step at once, with its stderr" {
@@ -158,7 +159,7 @@ ms() { echo $(( $(date +%s%N) / 1000000 )); }
     input '{"steps":[{"op":"initialize"},{"op":"newSession"},{"op":"prompt","text":"x"}]}'
     t=$(ms)
     QUICK=exit run -1 --separate-stderr acp-drive -p quick.profile -o out snap/s
-    (( $(ms) - t < 1000 ))
+    (( $(ms) - t < 10000 ))   # at once: the timeouts are 30 s
     assert_equal "$stderr" 'acp-drive: snap/s/input.json:1: step 2 (prompt): the agent exited before answering session/prompt
 acp-drive: s: agent exit status 4
 acp-drive: agent stderr:
@@ -166,7 +167,7 @@ quick-agent: giving up'
     input '{"steps":[{"op":"initialize"},{"op":"newSession"},{"op":"prompt","text":"x"},{"op":"waitForTurnEnd"}]}'
     t=$(ms)
     QUICK=answer-exit run -1 --separate-stderr acp-drive -p quick.profile -o out snap/s
-    (( $(ms) - t < 1000 ))
+    (( $(ms) - t < 10000 ))   # at once: the timeouts are 30 s
     assert_equal "$stderr" 'acp-drive: snap/s/input.json:1: step 3 (waitForTurnEnd): the agent exited while waiting: the session did not persist turn/end
 acp-drive: s: agent exit status 0
 acp-drive: agent stderr:
@@ -178,14 +179,14 @@ quick-agent: done, leaving'
     input '{"steps":[{"op":"initialize"},{"op":"newSession"},{"op":"prompt","text":"x"}]}'
     t=$(ms)
     QUICK=parse run -1 --separate-stderr acp-drive -p quick.profile -o out snap/s
-    (( $(ms) - t < 1000 ))
+    (( $(ms) - t < 10000 ))   # at once: the timeouts are 30 s
     assert_equal "$stderr" 'acp-drive: snap/s/input.json:1: step 2 (prompt): the agent could not parse what it was sent (error -32700): Parse error
 acp-drive: s: agent killed by signal 9 (Killed)
 acp-drive: agent stderr:
 quick-agent: unreadable line'
     t=$(ms)
     QUICK=null run -1 --separate-stderr acp-drive -p quick.profile -o out snap/s
-    (( $(ms) - t < 1000 ))
+    (( $(ms) - t < 10000 ))   # at once: the timeouts are 30 s
     assert_equal "${stderr%%$'\n'*}" 'acp-drive: snap/s/input.json:1: step 2 (prompt): the agent answered error -32600 to no request: Invalid request'
 }
 

@@ -33,6 +33,8 @@ typedef struct {
     char **harvest; size_t nharvest;
     int serve;                      // provider = replay-serve
     long timeout, rpc_timeout, exit_timeout;   // -1: not set
+    char **prep; size_t nprep;      // prepare = COMMAND (empty: none)
+    long prep_timeout;              // prepare-timeout = MS (-1: not set)
 } profile;
 
 char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -97,6 +99,12 @@ char *prepare_replay(run *r);
 char **agent_env(run *r, const as_scenario *row, char **extra, size_t nextra);
 void start_serve(run *r, const char *script);
 int stop_serve(run *r, as_buf *err);
+
+// ---------------------------------------------------------------- prepare.c
+// The profile's prepare hook for a row with prepareWorkspace (acpsnap-profile(5)):
+// run in the fresh cwd with the agent's environment. Returns AS_OK, or
+// AS_NO (it failed: reported) or AS_TROUBLE (no hook for such a row).
+int run_prepare(run *r, const as_scenario *row, char **envp);
 
 // ---------------------------------------------------------------- drive.c
 void fail(run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

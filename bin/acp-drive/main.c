@@ -232,7 +232,8 @@ int main(int argc, char **argv)
     set_timeouts(&r, &o);
     if (!r.record && r.pf.serve) start_serve(&r, script);
     char **envp = agent_env(&r, row, o.env, o.nenv);
-    int rc = run_agent(&r, envp);
+    int rc = run_prepare(&r, row, envp);
+    if (rc == AS_OK) rc = run_agent(&r, envp);
 
     release(&r, envp);
     as_table_free(&table);

@@ -274,6 +274,8 @@ SH
 same-cwd'
     cwd=$(jq -r .cwd out/run.json)
     assert_equal "$(stat -c %Y "$cwd/made.txt")" 981173106
+    run -0 jq -c '.timings | [keys, (.steps | length), ([.[] | numbers] | all(. >= 0))]' out/run.json
+    assert_output '[["boot","exit","harvest","prepare","steps"],3,true]'
     # a row without prepareWorkspace runs no hook
     printf '%s\n' '{"name":"s","hasModelTurn":false,"recorded":false}' > snap/scenarios.jsonl
     run -0 acp-drive -p fake.profile -o out2 snap/s

@@ -84,6 +84,9 @@ typedef struct {
     // replay-serve
     pid_t serve_pid;
     char *serve_log;
+    // phase timings for run.json, ms (-1: the phase did not run)
+    long t_prepare, t_boot, t_exit, t_harvest;
+    long *t_steps; size_t nt_steps;
     // failure: the first one wins
     char *fail;
     as_buf scratch;

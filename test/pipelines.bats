@@ -152,6 +152,24 @@ session\.jsonl:[0-9]+: header 2 \(request/header seq 91\) differs from its pin t
     run -0 sidecar-dedupe --verify "$BATS_TEST_TMPDIR/empty" snap text-turn
 }
 
+@test "pipelines: a row with prepareWorkspace runs the profile's prepare hook, in record and replay" {
+    jq -c 'if .name == "handshake" then .prepareWorkspace = true else . end' snap/scenarios.jsonl > t && mv t snap/scenarios.jsonl
+    printf '#!/bin/sh\ntouch -d @1000000000 prepared && echo "$ACPSNAP_SCENARIO $(basename "$ACPSNAP_SNAPSHOTS")" >> %s/hook.log\n' "$BATS_TEST_TMPDIR" > snap/prep.sh
+    chmod +x snap/prep.sh
+    cp snap/agent.profile plain.profile
+    printf 'prepare = ./prep.sh\n' >> snap/agent.profile
+    record_all
+    # the recording, then its two checking replays in a staged copy
+    assert_equal "$(cat hook.log)" 'handshake snap
+handshake stage
+handshake stage'
+    run -0 acpsnap-replay -d snap
+    assert_equal "$(wc -l < hook.log)" 4
+    run -2 acpsnap-replay -d snap -p plain.profile handshake
+    assert_line --regexp '^FAIL +handshake '
+    assert_line "    acp-drive: handshake: the row sets prepareWorkspace, but the profile $BATS_TEST_TMPDIR/plain.profile has no prepare hook"
+}
+
 @test "pipelines: refresh rewrites only what changed; update only stdout" {
     record_all
     local stdout_before; stdout_before=$(sha256sum < snap/text-turn/stdout.expected.jsonl)

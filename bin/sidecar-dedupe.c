@@ -48,6 +48,7 @@ typedef struct {
     // for --verify: each header's line and seq (-1: none), the changed
     // headers, and the lines of tool results that report UNKNOWN_TOOL
     long *hline, *hseq; size_t nh;
+    as_buf *rest;                   // each header's other members, scrubbed
     long changes;
     long *unknown; size_t nunknown;
 } seq;
@@ -58,7 +59,8 @@ static void seq_free(seq *q)
     for (size_t i = 0; i < q->ns; i++) as_buf_free(&q->sets[i]);
     free(q->prompts);
     free(q->sets);
-    free(q->hline); free(q->hseq); free(q->unknown);
+    for (size_t i = 0; i < q->nh; i++) as_buf_free(&q->rest[i]);
+    free(q->hline); free(q->hseq); free(q->unknown); free(q->rest);
     memset(q, 0, sizeof *q);
 }
 
@@ -81,9 +83,21 @@ static void unknown_tool(seq *q, as_json *j, const char *line, size_t len, long 
     q->unknown[q->nunknown++] = ln;
 }
 
-// A request header's line, seq and reason (data is its data object).
-static void header_place(seq *q, const as_json *j, int data, long ln)
+// A request header's line, seq and reason (data is its data object), and
+// its members but system and tools, each "key": value, scrubbed.
+static void header_place(seq *q, const as_json *j, int data, int h, const as_norm *n, long ln)
 {
+    q->rest = as_xrealloc(q->rest, (q->nh + 1) * sizeof *q->rest);
+    as_buf *b = &q->rest[q->nh];
+    memset(b, 0, sizeof *b);
+    as_buf_puts(b, "");
+    for (int k = as_json_firstkey(j, h); k >= 0; k = as_json_nextkey(j, k)) {
+        if (as_json_streq(j, k, "system") || as_json_streq(j, k, "tools")) continue;
+        as_buf_put(b, as_tok_p(j, k), as_tok_len(j, k));
+        as_buf_puts(b, ": ");
+        as_pretty(j, k + 1, 0, scrub_cb, (void *)n, b);
+        as_buf_putc(b, '\n');
+    }
     int sq = as_json_get(j, 0, "seq"), why = as_json_get(j, data, "reason");
     int64_t v = -1;
     if (sq < 0 || !as_json_int(j, sq, &v)) v = -1;
@@ -112,7 +126,7 @@ static void extract(const char *log, const as_norm *n, seq *q)
         if (ty < 0 || !as_json_streq(&j, ty, "request/header") || d < 0 || j.t[d].type != AS_JOBJ) continue;
         int h = as_json_get(&j, d, "header");
         if (h < 0 || j.t[h].type != AS_JOBJ) continue;
-        header_place(q, &j, d, as_in_lineno(in));
+        header_place(q, &j, d, h, n, as_in_lineno(in));
         int sys = as_json_get(&j, h, "system"), tools = as_json_get(&j, h, "tools");
         if (sys >= 0 && j.t[sys].type == AS_JSTR) {
             as_buf raw = {0};
@@ -474,7 +488,8 @@ typedef struct {
     as_buf prompt, schemas;     // the sidecar texts (empty: not checked)
     char *prompt_name, *schemas_name;   // as named in messages: <scenario>/<file>
     as_json sj;                 // schemas parsed
-    int sets, nsets;            // its "initial" token, and 1 + changes
+    seq pinq;                   // the class pin's fixture headers (pinq_name: none)
+    char *pinq_name;
     long found;
 } verifier;
 
@@ -533,12 +548,30 @@ static void finding(verifier *v, const char *log, long line, const char *fmt, ..
     v->found++;
 }
 
-// Header k of log (its prompt and set) against pin section sec.
+// The class pin's primary fixture, its headers read with its own context
+// (the fields the sidecars leave tokenized: config, model and the rest).
+static void load_pin_fixture(verifier *v, const char *pin)
+{
+    char *f = as_path_join3(v->dir, pin, "session.jsonl");
+    if (as_is_file(f)) {
+        as_norm *n = as_norm_new();
+        load_context(n, NULL, f);
+        extract(f, n, &v->pinq);
+        as_norm_free(n);
+        v->pinq_name = as_path_join(pin, "session.jsonl");
+    }
+    free(f);
+}
+
+// Header k of log (its prompt, set and other members) against pin section sec.
 static void check_header(verifier *v, const char *log, const seq *q, size_t k, size_t sec)
 {
     char where[64];
     if (q->hseq[k] >= 0) snprintf(where, sizeof where, "request/header seq %ld", q->hseq[k]);
     else snprintf(where, sizeof where, "line %ld", q->hline[k]);
+    if (v->pinq_name && (sec >= v->pinq.nh || v->pinq.rest[sec].n != q->rest[k].n ||
+                         memcmp(v->pinq.rest[sec].p, q->rest[k].p, q->rest[k].n)))
+        finding(v, log, q->hline[k], "header %zu (%s) differs from its pin %s", k + 1, where, v->pinq_name);
     if (v->prompt_name) {
         size_t off, n;
         as_buf t = {0};
@@ -609,6 +642,7 @@ static int verify_run(const char *rundir, const char *dirarg, const char *name)
     if (!sc) as_die(AS_TROUBLE, "%s: no scenario named \"%s\"", tpath, name);
     size_t i = (size_t)(sc - t.v);
     verifier v = {.dir = dir};
+    if (roles[i].pin >= 0) load_pin_fixture(&v, t.v[roles[i].pin].name);
     char *primary = as_path_join(rundir, "session.jsonl");
     as_norm *n = as_norm_new();
     if (as_is_file(primary)) load_context(n, rundir, primary);
@@ -628,7 +662,8 @@ static int verify_run(const char *rundir, const char *dirarg, const char *name)
     as_norm_free(n);
     as_json_free(&v.sj);
     as_buf_free(&v.prompt); as_buf_free(&v.schemas);
-    free(v.prompt_name); free(v.schemas_name);
+    free(v.prompt_name); free(v.schemas_name); free(v.pinq_name);
+    seq_free(&v.pinq);
     free(primary); free(roles); free(tpath); free(dir);
     as_table_free(&t);
     if (probs.count) return AS_TROUBLE;

@@ -135,7 +135,7 @@ SH
     assert_line --regexp '^    session\.jsonl:[0-9]+: UNKNOWN_TOOL: a tool result names a tool the agent does not have; a snapshot scenario must not accept one$'
     assert_line '    session.jsonl: 1 header changed; the row expects 0'
     # the checks alone, on one run: a pin that declares the change has no
-    # second section for it
+    # second header, nor a second section for it
     acp-drive -p wrapped.profile -o run snap/text-turn
     run -1 sidecar-dedupe --verify run snap text-turn
     assert_output --regexp '^session\.jsonl:[0-9]+: UNKNOWN_TOOL: a tool result names a tool the agent does not have; a snapshot scenario must not accept one
@@ -144,6 +144,7 @@ session\.jsonl: 1 header changed; the row expects 0$'
     jq -c 'if .name == "text-turn" then .expectedHeaderChanges = 1 else . end' snap/scenarios.jsonl > snap2/scenarios.jsonl
     run -1 sidecar-dedupe --verify run snap2 text-turn
     assert_output --regexp '^session\.jsonl:[0-9]+: UNKNOWN_TOOL: a tool result names a tool the agent does not have; a snapshot scenario must not accept one
+session\.jsonl:[0-9]+: header 2 \(request/header seq 91\) differs from its pin text-turn/session\.jsonl
 session\.jsonl:[0-9]+: header 2 \(request/header seq 91\) differs from its pin text-turn/system-prompt\.expected\.md
 session\.jsonl:[0-9]+: header 2 \(request/header seq 91\) differs from its pin text-turn/tool-schemas\.expected\.json$'
     run -1 sidecar-dedupe --verify run snap2 handshake

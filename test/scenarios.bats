@@ -133,3 +133,12 @@ tree_sum() { (cd "$1" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sh
     run -2 --separate-stderr acpsnap-replay -d snap --keep snap/kept text-turn
     assert_equal "$stderr" "acpsnap-replay: $BATS_TEST_TMPDIR/snap/kept: the keep directory cannot be inside the snapshots directory $BATS_TEST_TMPDIR/snap"
 }
+
+@test "scenarios: a header's other fields (config, model) are checked against the class pin's fixture" {
+    copy_tree
+    acp-drive -p snap/acpsnap-agent.profile -o run snap/pro-model-turn
+    run -0 sidecar-dedupe --verify run snap pro-model-turn
+    # the same run as if it were of the default class: its model is not the pin's
+    run -1 sidecar-dedupe --verify run snap reasoning-turn
+    assert_output --regexp '^session\.jsonl:[0-9]+: header 1 \(request/header seq [0-9]+\) differs from its pin text-turn/session\.jsonl$'
+}

@@ -256,3 +256,49 @@ fake-agent: crashing on purpose"
     run -0 jq -r 'select(.type == "turn/end") | .data.reason.kind' out/session.jsonl
     assert_output aborted
 }
+
+@test "acp-drive: the prepare hook adds files the agent sees, for a row with prepareWorkspace" {
+    printf '%s\n' '{"name":"s","hasModelTurn":false,"recorded":false,"prepareWorkspace":true}' > snap/scenarios.jsonl
+    cat > prep.sh <<'SH'
+#!/bin/sh
+printf '%s %s %s\n' "$ACPSNAP_SCENARIO" "$(basename "$ACPSNAP_SCENARIO_DIR")" "$(basename "$ACPSNAP_SNAPSHOTS")" > made.txt
+[ "$ACPSNAP_CWD" = "$PWD" ] && echo same-cwd >> made.txt
+touch -d '2001-02-03 04:05:06 UTC' made.txt
+SH
+    chmod +x prep.sh
+    printf 'prepare = ./prep.sh\n' >> fake.profile
+    input '{"steps":[{"op":"initialize"},{"op":"newSession"},{"op":"prompt","text":"cat: made.txt"}]}'
+    run -0 --separate-stderr acp-drive --keep -p fake.profile -o out snap/s
+    run -0 jq -r 'select(.method) | .params.update.content.text' out/stdout.raw.jsonl
+    assert_output 'echo: s s snap
+same-cwd'
+    cwd=$(jq -r .cwd out/run.json)
+    assert_equal "$(stat -c %Y "$cwd/made.txt")" 981173106
+    run -0 jq -c '.timings | [keys, (.steps | length), ([.[] | numbers] | all(. >= 0))]' out/run.json
+    assert_output '[["boot","exit","harvest","prepare","steps"],3,true]'
+    # a row without prepareWorkspace runs no hook
+    printf '%s\n' '{"name":"s","hasModelTurn":false,"recorded":false}' > snap/scenarios.jsonl
+    run -0 acp-drive -p fake.profile -o out2 snap/s
+    run -0 jq -r 'select(.method) | .params.update.content.text' out2/stdout.raw.jsonl
+    refute_output --partial 'same-cwd'
+}
+
+@test "acp-drive: a failing or hanging prepare hook fails the run; a row with prepareWorkspace needs one" {
+    printf '%s\n' '{"name":"s","hasModelTurn":false,"recorded":false,"prepareWorkspace":true}' > snap/scenarios.jsonl
+    input '{"steps":[{"op":"initialize"}]}'
+    run -2 --separate-stderr acp-drive -p fake.profile -o out snap/s
+    assert_equal "$stderr" "acp-drive: s: the row sets prepareWorkspace, but the profile fake.profile has no prepare hook"
+    printf '#!/bin/sh\necho "no room in $(basename "$PWD" | cut -c1-12)" >&2\nexit 3\n' > prep.sh
+    chmod +x prep.sh
+    printf 'prepare = ./prep.sh\n' >> fake.profile
+    run -1 --separate-stderr acp-drive -p fake.profile -o out snap/s
+    assert_equal "$stderr" "acp-drive: s: the prepare hook $BATS_TEST_TMPDIR/./prep.sh failed: exit status 3
+acp-drive: prepare hook output:
+no room in acp-snap-cwd"
+    no_leftovers
+    printf '#!/bin/sh\nsleep 30\n' > prep.sh
+    printf 'prepare-timeout = 200\n' >> fake.profile
+    run -1 --separate-stderr acp-drive -p fake.profile -o out snap/s
+    assert_equal "$stderr" "acp-drive: s: the prepare hook $BATS_TEST_TMPDIR/./prep.sh did not finish within 200 ms (killed)"
+    no_leftovers
+}

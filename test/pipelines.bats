@@ -92,6 +92,85 @@ tree_sum() { find snap -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum; 
     assert_line --regexp '^replay: 3 scenarios: 2 passed, 1 failed, 0 skipped'
 }
 
+@test "pipelines: replay checks each header against its class pin's sidecars" {
+    record_all
+    cp snap/text-turn/system-prompt.expected.md prompt.saved
+    sed -i '1s/$/ (edited)/' snap/text-turn/system-prompt.expected.md
+    run -0 fixture-guard snap
+    run -1 acpsnap-replay -d snap
+    assert_line --regexp '^ok +handshake '
+    assert_line --regexp '^FAIL +text-turn '
+    assert_line --regexp '^    session\.jsonl:[0-9]+: header 1 \(request/header seq [0-9]+\) differs from its pin text-turn/system-prompt\.expected\.md$'
+    # tool-turn is of the same class: the same pin
+    assert_line --regexp '^FAIL +tool-turn '
+    refute_line --partial 'to accept this output'
+    cp prompt.saved snap/text-turn/system-prompt.expected.md
+    jq '.initial[0].name = "renamed"' snap/text-turn/tool-schemas.expected.json > schemas.json
+    [ "$(jq -r '.initial[0].name' schemas.json)" = renamed ]
+    cp schemas.json snap/text-turn/tool-schemas.expected.json
+    run -1 acpsnap-replay -d snap text-turn
+    assert_line --regexp '^    session\.jsonl:[0-9]+: header 1 \(request/header seq [0-9]+\) differs from its pin text-turn/tool-schemas\.expected\.json$'
+}
+
+@test "pipelines: replay fails on UNKNOWN_TOOL in a harvested log and on a changed header the row does not expect" {
+    record_all
+    # the agent, then one unknown-tool result and a repeat of the first header
+    # as a change, appended to each log it persisted
+    cat > wrapped-agent <<SH
+#!/bin/sh
+ACPSNAP_PERSISTENCE=raw "$BATS_TEST_TMPDIR/agent"
+rc=\$?
+for f in "\$ACPSNAP_SESSIONS_ROOT"/*/session.jsonl; do
+    printf '%s\n' '{"type":"tool/result","seq":90,"data":{"message":{"source":{"callId":"call_9"}},"error":{"code":"UNKNOWN_TOOL"}}}' >> "\$f"
+    jq -c 'select(.type == "request/header") | .seq = 91 | .data.reason = "change"' "\$f" | head -1 > "\$f.more"
+    cat "\$f.more" >> "\$f" && rm "\$f.more"
+done
+exit \$rc
+SH
+    chmod +x wrapped-agent
+    sed "s|^command = .*|command = $BATS_TEST_TMPDIR/wrapped-agent|" snap/agent.profile > wrapped.profile
+    run -1 acpsnap-replay -d snap -p wrapped.profile
+    assert_line --regexp '^FAIL +handshake '
+    assert_line --regexp '^FAIL +text-turn '
+    assert_line --regexp '^    session\.jsonl:[0-9]+: UNKNOWN_TOOL: a tool result names a tool the agent does not have; a snapshot scenario must not accept one$'
+    assert_line '    session.jsonl: 1 header changed; the row expects 0'
+    # the checks alone, on one run: a pin that declares the change has no
+    # second header, nor a second section for it
+    acp-drive -p wrapped.profile -o run snap/text-turn
+    run -1 sidecar-dedupe --verify run snap text-turn
+    assert_output --regexp '^session\.jsonl:[0-9]+: UNKNOWN_TOOL: a tool result names a tool the agent does not have; a snapshot scenario must not accept one
+session\.jsonl: 1 header changed; the row expects 0$'
+    cp -r snap snap2
+    jq -c 'if .name == "text-turn" then .expectedHeaderChanges = 1 else . end' snap/scenarios.jsonl > snap2/scenarios.jsonl
+    run -1 sidecar-dedupe --verify run snap2 text-turn
+    assert_output --regexp '^session\.jsonl:[0-9]+: UNKNOWN_TOOL: a tool result names a tool the agent does not have; a snapshot scenario must not accept one
+session\.jsonl:[0-9]+: header 2 \(request/header seq 91\) differs from its pin text-turn/session\.jsonl
+session\.jsonl:[0-9]+: header 2 \(request/header seq 91\) differs from its pin text-turn/system-prompt\.expected\.md
+session\.jsonl:[0-9]+: header 2 \(request/header seq 91\) differs from its pin text-turn/tool-schemas\.expected\.json$'
+    run -1 sidecar-dedupe --verify run snap2 handshake
+    assert_output --regexp '^session\.jsonl:[0-9]+: UNKNOWN_TOOL: .*$'
+    run -2 sidecar-dedupe --verify run snap2 nosuch
+    run -0 sidecar-dedupe --verify "$BATS_TEST_TMPDIR/empty" snap text-turn
+}
+
+@test "pipelines: a row with prepareWorkspace runs the profile's prepare hook, in record and replay" {
+    jq -c 'if .name == "handshake" then .prepareWorkspace = true else . end' snap/scenarios.jsonl > t && mv t snap/scenarios.jsonl
+    printf '#!/bin/sh\ntouch -d @1000000000 prepared && echo "$ACPSNAP_SCENARIO $(basename "$ACPSNAP_SNAPSHOTS")" >> %s/hook.log\n' "$BATS_TEST_TMPDIR" > snap/prep.sh
+    chmod +x snap/prep.sh
+    cp snap/agent.profile plain.profile
+    printf 'prepare = ./prep.sh\n' >> snap/agent.profile
+    record_all
+    # the recording, then its two checking replays in a staged copy
+    assert_equal "$(cat hook.log)" 'handshake snap
+handshake stage
+handshake stage'
+    run -0 acpsnap-replay -d snap
+    assert_equal "$(wc -l < hook.log)" 4
+    run -2 acpsnap-replay -d snap -p plain.profile handshake
+    assert_line --regexp '^FAIL +handshake '
+    assert_line "    acp-drive: handshake: the row sets prepareWorkspace, but the profile $BATS_TEST_TMPDIR/plain.profile has no prepare hook"
+}
+
 @test "pipelines: refresh rewrites only what changed; update only stdout" {
     record_all
     local stdout_before; stdout_before=$(sha256sum < snap/text-turn/stdout.expected.jsonl)

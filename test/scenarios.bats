@@ -106,3 +106,39 @@ tree_sum() { (cd "$1" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sh
     # workspace seeds
     [ -f "$ROOT/scenarios/workspace-seeds/workspace/seed.txt" ]
 }
+
+@test "scenarios: --keep DIR keeps each run and its normalized outputs; -v shows acp-drive's phases" {
+    copy_tree
+    run -0 acpsnap-replay -d snap --keep kept -v text-turn handshake
+    assert_line --regexp '^ok +text-turn +[0-9.]+ s$'
+    assert_line --regexp '^    phases: boot [0-9]+ ms, (step [0-9]+ [0-9]+ ms, )+exit [0-9]+ ms, harvest [0-9]+ ms$'
+    [ "$(grep -c '^    phases: ' <<<"$output")" = 2 ]
+    for f in stdout.raw.jsonl stderr.txt session.jsonl run.json acp-drive.stderr normalized/stdout.expected.jsonl normalized/session.jsonl; do
+        [ -f "kept/text-turn/$f" ] || { echo "kept/text-turn/$f is missing"; return 1; }
+    done
+    cmp kept/text-turn/normalized/stdout.expected.jsonl snap/text-turn/stdout.expected.jsonl
+    scrub --session snap/text-turn/session.jsonl | cmp - kept/text-turn/normalized/session.jsonl
+    [ "$(jq '.steps | length' snap/text-turn/input.json)" = "$(jq '.timings.steps | length' kept/text-turn/run.json)" ]
+    run -0 jq -c '.timings | keys' kept/text-turn/run.json
+    assert_output '["boot","exit","harvest","steps"]'
+    [ -z "$(ls -A "$TMPDIR")" ]
+    # without -v no phases; a failing run keeps its findings and differences, at -j2 too
+    sed -i '1s/$/ (edited)/' snap/text-turn/system-prompt.expected.md
+    printf '{"edited":true}\n' >> snap/handshake/stdout.expected.jsonl
+    run -1 acpsnap-replay -d snap -j2 --keep kept text-turn handshake
+    refute_output --partial 'phases:'
+    grep -q 'differs from its pin text-turn/system-prompt.expected.md' kept/text-turn/checks.txt
+    grep -q '"edited"' kept/handshake/diff.txt
+    [ ! -e kept/handshake/checks.txt ]
+    run -2 --separate-stderr acpsnap-replay -d snap --keep snap/kept text-turn
+    assert_equal "$stderr" "acpsnap-replay: $BATS_TEST_TMPDIR/snap/kept: the keep directory cannot be inside the snapshots directory $BATS_TEST_TMPDIR/snap"
+}
+
+@test "scenarios: a header's other fields (config, model) are checked against the class pin's fixture" {
+    copy_tree
+    acp-drive -p snap/acpsnap-agent.profile -o run snap/pro-model-turn
+    run -0 sidecar-dedupe --verify run snap pro-model-turn
+    # the same run as if it were of the default class: its model is not the pin's
+    run -1 sidecar-dedupe --verify run snap reasoning-turn
+    assert_output --regexp '^session\.jsonl:[0-9]+: header 1 \(request/header seq [0-9]+\) differs from its pin text-turn/session\.jsonl$'
+}

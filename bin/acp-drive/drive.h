@@ -34,6 +34,8 @@ typedef struct {
     int serve;                      // provider = replay-serve
     int spill_tmpdir;               // spill-root = tmpdir
     long timeout, rpc_timeout, exit_timeout;   // -1: not set
+    char **prep; size_t nprep;      // prepare = COMMAND (empty: none)
+    long prep_timeout;              // prepare-timeout = MS (-1: not set)
 } profile;
 
 char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -84,6 +86,9 @@ typedef struct {
     // replay-serve
     pid_t serve_pid;
     char *serve_log;
+    // phase timings for run.json, ms (-1: the phase did not run)
+    long t_prepare, t_boot, t_exit, t_harvest;
+    long *t_steps; size_t nt_steps;
     // failure: the first one wins
     char *fail;
     as_buf scratch;
@@ -100,6 +105,12 @@ char *prepare_replay(run *r);
 char **agent_env(run *r, const as_scenario *row, char **extra, size_t nextra);
 void start_serve(run *r, const char *script);
 int stop_serve(run *r, as_buf *err);
+
+// ---------------------------------------------------------------- prepare.c
+// The profile's prepare hook for a row with prepareWorkspace (acpsnap-profile(5)):
+// run in the fresh cwd with the agent's environment. Returns AS_OK, or
+// AS_NO (it failed: reported) or AS_TROUBLE (no hook for such a row).
+int run_prepare(run *r, const as_scenario *row, char **envp);
 
 // ---------------------------------------------------------------- drive.c
 void fail(run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -183,6 +183,22 @@ static void put_logs(as_buf *o, const run *r, const loglist *l, char **files)
     as_buf_putc(o, '}');
 }
 
+// "timings":{"prepare":…,"boot":…,"steps":[…],"exit":…,"harvest":…} in ms;
+// a phase that did not run is left out.
+static void put_timings(as_buf *o, const run *r)
+{
+    const char *sep = "";
+    as_buf_puts(o, ",\"timings\":{");
+    if (r->t_prepare >= 0) { as_buf_printf(o, "\"prepare\":%ld", r->t_prepare); sep = ","; }
+    if (r->t_boot >= 0) { as_buf_printf(o, "%s\"boot\":%ld", sep, r->t_boot); sep = ","; }
+    as_buf_printf(o, "%s\"steps\":[", sep);
+    for (size_t i = 0; i < r->nt_steps; i++) as_buf_printf(o, "%s%ld", i ? "," : "", r->t_steps[i]);
+    as_buf_putc(o, ']');
+    if (r->t_exit >= 0) as_buf_printf(o, ",\"exit\":%ld", r->t_exit);
+    if (r->t_harvest >= 0) as_buf_printf(o, ",\"harvest\":%ld", r->t_harvest);
+    as_buf_putc(o, '}');
+}
+
 static void write_run_json(const run *r, const loglist *l, char **files)
 {
     as_buf o = {0};
@@ -195,8 +211,10 @@ static void write_run_json(const run *r, const loglist *l, char **files)
     if (r->session_id) { as_buf_puts(&o, ",\"sessionId\":"); put_str(&o, r->session_id); }
     as_buf_putc(&o, ',');
     put_logs(&o, r, l, files);
-    as_buf_printf(&o, ",\"exitCode\":%d,\"frames\":%ld}\n",
+    as_buf_printf(&o, ",\"exitCode\":%d,\"frames\":%ld",
                   r->exited && WIFEXITED(r->status) ? WEXITSTATUS(r->status) : -1, r->frames);
+    put_timings(&o, r);
+    as_buf_puts(&o, "}\n");
     char *rp = xasprintf("%s/run.json", r->outdir);
     write_plain(rp, o.p, o.n);
     free(rp);
@@ -207,8 +225,10 @@ static void write_run_json(const run *r, const loglist *l, char **files)
 void harvest(run *r)
 {
     loglist l = {0};
+    long t0 = as_now_ms();
     list_logs(r->sessions_root, &r->pf, &l, &r->scratch);
     char **files = copy_logs(r, &l);
+    r->t_harvest = as_now_ms() - t0;
     write_run_json(r, &l, files);
     for (size_t i = 0; i < l.n; i++) free(files[i]);
     free(files);

@@ -135,10 +135,17 @@ static int report(const run *r, size_t si)
 static int drive(run *r, const char *rawp)
 {
     size_t si = 0;
-    for (; si < r->in.nsteps && !r->fail; si++) run_step(r, &r->in.steps[si]);
+    r->t_steps = as_xmalloc((r->in.nsteps + 1) * sizeof *r->t_steps);
+    for (; si < r->in.nsteps && !r->fail; si++) {
+        long t0 = as_now_ms();
+        run_step(r, &r->in.steps[si]);
+        r->t_steps[r->nt_steps++] = as_now_ms() - t0;
+    }
     size_t failed_step = r->fail ? si : 0;
+    long t0 = as_now_ms();
     if (!r->fail) stop_agent(r);
     else abort_agent(r);
+    r->t_exit = as_now_ms() - t0;
     if (fclose(r->raw)) as_die_sys("write %s", rawp);
     r->raw = NULL;
     char *ep = xasprintf("%s/stderr.txt", r->outdir);
@@ -161,7 +168,9 @@ static int run_agent(run *r, char **envp)
 {
     char *rawp = xasprintf("%s/stdout.raw.jsonl", r->outdir);
     if (!(r->raw = fopen(rawp, "w"))) as_die_sys("open %s", rawp);
+    long t0 = as_now_ms();
     char *spawn_err = start_agent(r, envp);
+    r->t_boot = as_now_ms() - t0;
     int rc = AS_TROUBLE;
     if (spawn_err) as_warn("%s: %s", r->pf.path, spawn_err);
     else rc = drive(r, rawp);
@@ -203,6 +212,7 @@ static void release(run *r, char **envp)
     as_input_free(&r->in);
     as_json_free(&r->frame);
     as_buf_free(&r->line); as_buf_free(&r->errbuf); as_buf_free(&r->scratch);
+    free(r->t_steps);
     free(r->session_id); free(r->script_error); free(r->fail); free(r->serve_log);
     free(r->scen_arg); free(r->input_path); free(r->sessions_root);
     free(r->cwd); free(r->tmp_root); free(r->spill_root);
@@ -214,7 +224,8 @@ static void release(run *r, char **envp)
 
 int main(int argc, char **argv)
 {
-    run r = { .fin = -1, .fout = -1, .ferr = -1, .pidfd = -1 };
+    run r = { .fin = -1, .fout = -1, .ferr = -1, .pidfd = -1,
+              .t_prepare = -1, .t_boot = -1, .t_exit = -1, .t_harvest = -1 };
     opts o = { .timeout = -1, .rpc_timeout = -1, .exit_timeout = -1 };
     as_setprog(argv[0]);
     options(argc, argv, &o, &r);
@@ -233,7 +244,10 @@ int main(int argc, char **argv)
     make_spill_root(&r);
     if (!r.record && r.pf.serve) start_serve(&r, script);
     char **envp = agent_env(&r, row, o.env, o.nenv);
-    int rc = run_agent(&r, envp);
+    long t0 = as_now_ms();
+    int rc = run_prepare(&r, row, envp);
+    if (row && row->prepareWorkspace) r.t_prepare = as_now_ms() - t0;
+    if (rc == AS_OK) rc = run_agent(&r, envp);
 
     release(&r, envp);
     as_table_free(&table);

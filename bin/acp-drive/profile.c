@@ -165,6 +165,23 @@ static void set_harvest(profile *pf, const char *val)
     free(x);
 }
 
+// prepare = WORDS: the preparation hook, split and resolved like command.
+static void set_prepare(profile *pf, const char *val, const vars *vs, long line)
+{
+    char *x = expand(val, vs, pf->path, line), *save = NULL;
+    free_words(pf->prep, pf->nprep);
+    free(pf->prep);
+    pf->prep = NULL; pf->nprep = 0;
+    for (char *w = strtok_r(x, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
+        pf->prep = as_xrealloc(pf->prep, (pf->nprep + 2) * sizeof *pf->prep);
+        pf->prep[pf->nprep++] = (!strncmp(w, "./", 2) || !strncmp(w, "../", 3))
+            ? xasprintf("%s/%s", pf->dir, w) : as_xstrdup(w);
+        pf->prep[pf->nprep] = NULL;
+    }
+    free(x);
+    if (!pf->nprep) as_die_at(pf->path, line, 0, "empty prepare command");
+}
+
 static void set_provider(profile *pf, const char *val, long line)
 {
     if (!strcmp(val, "replay-serve")) pf->serve = 1;
@@ -192,6 +209,8 @@ static void profile_line(profile *pf, char *s, int record, const vars *vs, long 
     else if (!strcmp(key, "harvest")) set_harvest(pf, val);
     else if (!strcmp(key, "provider")) set_provider(pf, val, line);
     else if (!strcmp(key, "spill-root")) set_spill_root(pf, val, line);
+    else if (!strcmp(key, "prepare")) set_prepare(pf, val, vs, line);
+    else if (!strcmp(key, "prepare-timeout")) pf->prep_timeout = ms_value(val, pf->path, line, key);
     else if (!strcmp(key, "timeout")) pf->timeout = ms_value(val, pf->path, line, key);
     else if (!strcmp(key, "rpc-timeout")) pf->rpc_timeout = ms_value(val, pf->path, line, key);
     else if (!strcmp(key, "exit-timeout")) pf->exit_timeout = ms_value(val, pf->path, line, key);
@@ -202,7 +221,7 @@ static void profile_line(profile *pf, char *s, int record, const vars *vs, long 
 static void profile_init(profile *pf, const char *path)
 {
     memset(pf, 0, sizeof *pf);
-    pf->timeout = pf->rpc_timeout = pf->exit_timeout = -1;
+    pf->timeout = pf->rpc_timeout = pf->exit_timeout = pf->prep_timeout = -1;
     pf->path = as_xstrdup(path);
     char *slash = strrchr(pf->path, '/');
     pf->dir = slash ? strndup(pf->path, (size_t)(slash - pf->path)) : as_xstrdup(".");
@@ -234,5 +253,7 @@ void profile_free(profile *pf)
     free_words(pf->argv, pf->argc);
     free_words(pf->env, pf->nenv);
     free_words(pf->harvest, pf->nharvest);
+    free_words(pf->prep, pf->nprep);
+    free(pf->prep);
     free(pf->argv); free(pf->env); free(pf->env_line); free(pf->harvest); free(pf->path); free(pf->dir);
 }

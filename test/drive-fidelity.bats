@@ -225,13 +225,27 @@ quick-agent: unreadable line'
     [ -z "$(ls -A "$TMPDIR")" ]
 }
 
-@test "drive-fidelity: a spill root left behind is trouble after --timeout, and stays untouched" {
+@test "drive-fidelity: a spill root a live run holds is trouble after --timeout, untouched; one a killed run left is taken over" {
     spill=$TMPDIR/dsh-acp-snap-$(printf s | sha256sum | cut -c1-9)
     mkdir "$spill"
     : > "$spill/theirs"
     input '{"steps":[{"op":"initialize"}]}'
+    # held: another run's lock on the directory
+    flock "$spill" sleep 3 &
+    local holder=$!
+    for _ in $(seq 100); do flock -n "$spill" true || break; sleep 0.02; done
     run -2 --separate-stderr acp-drive -p fake.profile -o out --timeout 300 snap/s
-    assert_equal "$stderr" "acp-drive: $spill: spill root of s in use for 300 ms: another run of the scenario, or one that left it behind (remove it when none runs)"
+    assert_equal "$stderr" "acp-drive: $spill: spill root of s in use by another run for 300 ms"
     [ -e "$spill/theirs" ]
-    assert_equal "$(ls "$TMPDIR")" "${spill##*/}"
+    kill "$holder"; wait "$holder" || true
+    # left behind: no lock; the run empties it, uses it and removes it
+    run -0 acp-drive -p fake.profile -o out2 --timeout 3000 snap/s
+    [ ! -e "$spill" ]
+    # a link in its place is trouble, and its target is untouched
+    mkdir victim; : > victim/keep
+    ln -s "$PWD/victim" "$spill"
+    run -2 --separate-stderr acp-drive -p fake.profile -o out3 --timeout 300 snap/s
+    [[ $stderr == "acp-drive: unable to open the spill root $spill (a link or not a directory?): "* ]]
+    [ -e victim/keep ] && [ -L "$spill" ]
+    rm "$spill"
 }

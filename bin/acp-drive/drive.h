@@ -64,6 +64,7 @@ typedef struct {
     long timeout, rpc_timeout, exit_timeout;
     char outdir[PATH_MAX];
     char *cwd, *sessions_root, *spill_root, *tmp_root;
+    int spill_fd;                   // the spill root, locked while we own it
     char cwd_real[PATH_MAX];
     // the agent
     pid_t pid;

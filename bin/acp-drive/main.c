@@ -185,7 +185,8 @@ static void cleanup(const run *r)
 {
     if (r->pid > 0 && !r->exited) { kill(r->pid, SIGKILL); waitpid(r->pid, NULL, 0); }
     if (r->serve_pid > 0) { kill(r->serve_pid, SIGKILL); waitpid(r->serve_pid, NULL, 0); }
-    if (r->spill_root) rm_rf(r->spill_root);     // ours: --keep would block the next run
+    if (r->spill_root) rm_rf(r->spill_root);     // ours (locked): --keep would leave it to the next run
+    if (r->spill_fd >= 0) close(r->spill_fd);
     if (r->keep) return;
     if (r->cwd) rm_rf(r->cwd);
     if (r->tmp_root) rm_rf(r->tmp_root);
@@ -224,7 +225,7 @@ static void release(run *r, char **envp)
 
 int main(int argc, char **argv)
 {
-    run r = { .fin = -1, .fout = -1, .ferr = -1, .pidfd = -1,
+    run r = { .fin = -1, .fout = -1, .ferr = -1, .pidfd = -1, .spill_fd = -1,
               .t_prepare = -1, .t_boot = -1, .t_exit = -1, .t_harvest = -1 };
     opts o = { .timeout = -1, .rpc_timeout = -1, .exit_timeout = -1 };
     as_setprog(argv[0]);

@@ -9,7 +9,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <dirent.h>
 #include <ftw.h>
+#include <sys/file.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -170,12 +172,38 @@ void make_dirs(run *r, const char *out, const char *wp_opt, const as_scenario *r
     free(ws);
 }
 
+// Removes what a directory holds, not the directory.
+static void empty_dir(const char *path)
+{
+    DIR *d = opendir(path);
+    if (!d) as_die_sys("open %s", path);
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        char *p = xasprintf("%s/%s", path, e->d_name);
+        rm_rf(p);
+        free(p);
+    }
+    closedir(d);
+}
+
+// 1 when fd (locked) is still the directory at path, ours, no link.
+static int still_there(int fd, const char *path)
+{
+    struct stat a, b;
+    return !fstat(fd, &a) && !lstat(path, &b) && a.st_dev == b.st_dev && a.st_ino == b.st_ino
+           && S_ISDIR(b.st_mode) && b.st_uid == geteuid();
+}
+
 // The spill root: fixed-length and scenario-keyed as the reference
 // implementation spells it, dsh-acp-snap-<the first 9 hex digits of the
 // sha256 of the scenario's name>, under /tmp (or TMPDIR when the profile
-// says spill-root = tmpdir). Created here, exclusively: a concurrent run of
-// the same scenario owns it until it removes it; this one waits for that
-// (its --timeout at most), then fails, never touching the other's files.
+// says spill-root = tmpdir). A run owns it by an exclusive flock on the
+// directory, held until it has removed it: a concurrent run of the same
+// scenario waits for that (its --timeout at most), then fails, never
+// touching the other's files; a root that a killed run left (no lock) is
+// taken over and emptied. A link, or a directory of another user, there is
+// trouble.
 void make_spill_root(run *r)
 {
     const char *tmp = getenv("TMPDIR");
@@ -184,11 +212,26 @@ void make_spill_root(run *r)
     as_sha256_hex(r->name, strlen(r->name), hex);
     char *path = xasprintf("%s/dsh-acp-snap-%.9s", parent, hex);
     long deadline = as_now_ms() + r->timeout;
-    while (mkdir(path, 0700)) {
-        if (errno != EEXIST) as_die_sys("create %s", path);
+    for (;;) {
+        if (mkdir(path, 0700) && errno != EEXIST) as_die_sys("create %s", path);
+        int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0 && errno != ENOENT) as_die_sys("open the spill root %s (a link or not a directory?)", path);
+        if (fd >= 0 && !flock(fd, LOCK_EX | LOCK_NB)) {
+            if (still_there(fd, path)) {
+                empty_dir(path);
+                r->spill_fd = fd;
+                break;
+            }
+            struct stat st;
+            if (!lstat(path, &st) && st.st_uid != geteuid())
+                as_die(AS_TROUBLE, "%s: the spill root of %s belongs to another user", path, r->name);
+            close(fd);
+            continue;   // removed or replaced meanwhile: again
+        }
+        if (fd >= 0 && errno != EWOULDBLOCK) as_die_sys("lock %s", path);
+        if (fd >= 0) close(fd);
         if (as_now_ms() >= deadline)
-            as_die(AS_TROUBLE, "%s: spill root of %s in use for %ld ms: another run of the scenario, "
-                   "or one that left it behind (remove it when none runs)", path, r->name, r->timeout);
+            as_die(AS_TROUBLE, "%s: spill root of %s in use by another run for %ld ms", path, r->name, r->timeout);
         struct timespec ts = { 0, 20000000 };
         if (nanosleep(&ts, NULL) && errno == EINTR) as_die(AS_TROUBLE, "%s: interrupted waiting for the spill root %s", r->name, path);
     }

@@ -178,7 +178,10 @@ check_next_run() { # LABEL [full]
     else
         acpsnap-update -d snap terse-turn > next.log 2>&1 || rc=$?
     fi
-    [ $rc = 0 ] || { failure "$label: the next run exits $rc: $(tr '\n' '|' < next.log)"; return 0; }
+    # (each scenario old or new may still mix a class: a member older than
+    # its pin fails the replay's header check until the record is run whole)
+    [ $rc = 0 ] || { [ $rc = 1 ] && [ "${2:-}" != full ] && grep -q 'differs from its pin' next.log; } ||
+        { failure "$label: the next run exits $rc: $(tr '\n' '|' < next.log)"; return 0; }
     grep -q 'left by an interrupted record/refresh$' next.log || failure "$label: the next run clears nothing"
     for e in snap/.* snap/*/.*; do
         case ${e##*/} in .|..) continue ;; esac

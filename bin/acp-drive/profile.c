@@ -119,23 +119,25 @@ static void free_words(char **v, size_t n)
     for (size_t i = 0; i < n; i++) free(v[i]);
 }
 
-// command = WORDS: expanded, then split on blanks. Words naming paths
-// relative to the profile are made absolute: the agent runs in the
-// scenario's generated cwd.
-static void set_command(profile *pf, const char *val, const vars *vs, long line)
+// A command line (command, prepare): expanded, then split on blanks into
+// *v (NULL-terminated, *n words). Words naming paths relative to the
+// profile are made absolute: the command runs in the scenario's generated
+// cwd.
+static void set_words(profile *pf, const char *val, const vars *vs, long line, char ***v, size_t *n,
+                      const char *what)
 {
     char *x = expand(val, vs, pf->path, line), *save = NULL;
-    free_words(pf->argv, pf->argc);
-    free(pf->argv);
-    pf->argv = NULL; pf->argc = 0;
+    free_words(*v, *n);
+    free(*v);
+    *v = NULL; *n = 0;
     for (char *w = strtok_r(x, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
-        pf->argv = as_xrealloc(pf->argv, (pf->argc + 2) * sizeof *pf->argv);
-        pf->argv[pf->argc++] = (!strncmp(w, "./", 2) || !strncmp(w, "../", 3))
+        *v = as_xrealloc(*v, (*n + 2) * sizeof **v);
+        (*v)[(*n)++] = (!strncmp(w, "./", 2) || !strncmp(w, "../", 3))
             ? xasprintf("%s/%s", pf->dir, w) : as_xstrdup(w);
-        pf->argv[pf->argc] = NULL;
+        (*v)[*n] = NULL;
     }
     free(x);
-    if (!pf->argc) as_die_at(pf->path, line, 0, "empty command");
+    if (!*n) as_die_at(pf->path, line, 0, "empty %s", what);
 }
 
 // env, replay.env, record.env = [?]NAME=VALUE: kept for the mode, expanded
@@ -165,23 +167,6 @@ static void set_harvest(profile *pf, const char *val)
     free(x);
 }
 
-// prepare = WORDS: the preparation hook, split and resolved like command.
-static void set_prepare(profile *pf, const char *val, const vars *vs, long line)
-{
-    char *x = expand(val, vs, pf->path, line), *save = NULL;
-    free_words(pf->prep, pf->nprep);
-    free(pf->prep);
-    pf->prep = NULL; pf->nprep = 0;
-    for (char *w = strtok_r(x, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
-        pf->prep = as_xrealloc(pf->prep, (pf->nprep + 2) * sizeof *pf->prep);
-        pf->prep[pf->nprep++] = (!strncmp(w, "./", 2) || !strncmp(w, "../", 3))
-            ? xasprintf("%s/%s", pf->dir, w) : as_xstrdup(w);
-        pf->prep[pf->nprep] = NULL;
-    }
-    free(x);
-    if (!pf->nprep) as_die_at(pf->path, line, 0, "empty prepare command");
-}
-
 static void set_provider(profile *pf, const char *val, long line)
 {
     if (!strcmp(val, "replay-serve")) pf->serve = 1;
@@ -203,13 +188,13 @@ static void profile_line(profile *pf, char *s, int record, const vars *vs, long 
     if (!eq) as_die_at(pf->path, line, 0, "expected key = value");
     *eq = 0;
     char *key = trim(s), *val = trim(eq + 1);
-    if (!strcmp(key, "command")) set_command(pf, val, vs, line);
+    if (!strcmp(key, "command")) set_words(pf, val, vs, line, &pf->argv, &pf->argc, "command");
     else if (!strcmp(key, "env") || !strcmp(key, "replay.env") || !strcmp(key, "record.env"))
         add_env(pf, key, val, record, line);
     else if (!strcmp(key, "harvest")) set_harvest(pf, val);
     else if (!strcmp(key, "provider")) set_provider(pf, val, line);
     else if (!strcmp(key, "spill-root")) set_spill_root(pf, val, line);
-    else if (!strcmp(key, "prepare")) set_prepare(pf, val, vs, line);
+    else if (!strcmp(key, "prepare")) set_words(pf, val, vs, line, &pf->prep, &pf->nprep, "prepare command");
     else if (!strcmp(key, "prepare-timeout")) pf->prep_timeout = ms_value(val, pf->path, line, key);
     else if (!strcmp(key, "timeout")) pf->timeout = ms_value(val, pf->path, line, key);
     else if (!strcmp(key, "rpc-timeout")) pf->rpc_timeout = ms_value(val, pf->path, line, key);

@@ -3,15 +3,9 @@
 bats_require_minimum_version 1.5.0
 load helpers/common
 
-setup() {
-    cd "$BATS_TEST_TMPDIR"
-    export TMPDIR=$BATS_TEST_TMPDIR/tmp
-    mkdir -p "$TMPDIR" snap/s
-    printf 'command = %s\nharvest = */*/session.jsonl\nspill-root = tmpdir\n' "$ROOT/test/helpers/fake-agent" > fake.profile
-    printf '{"type":"session","id":"x","createdAt":0}\n' > snap/s/session.jsonl
-}
+load helpers/drive
 
-input() { printf '%s\n' "$1" > snap/s/input.json; }
+setup() { drive_setup; }
 # No temporary directory of the run survives it.
 no_leftovers() { [ -z "$(ls -A "$TMPDIR")" ] || { ls -la "$TMPDIR"; return 1; }; }
 

@@ -132,6 +132,9 @@ tree_sum() { (cd "$1" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sh
     [ ! -e kept/handshake/checks.txt ]
     run -2 --separate-stderr acpsnap-replay -d snap --keep snap/kept text-turn
     assert_equal "$stderr" "acpsnap-replay: $BATS_TEST_TMPDIR/snap/kept: the keep directory cannot be inside the snapshots directory $BATS_TEST_TMPDIR/snap"
+    : > plain
+    run -2 --separate-stderr acpsnap-replay -d snap --keep plain/kept text-turn
+    assert_equal "${stderr##*$'\n'}" "acpsnap-replay: $BATS_TEST_TMPDIR/plain/kept: unable to create the keep directory"
 }
 
 @test "scenarios: a header's other fields (config, model) are checked against the class pin's fixture" {

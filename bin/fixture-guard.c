@@ -29,7 +29,7 @@ static const char USAGE[] =
     "                  rules among them), header pins, and no scenario directory\n"
     "                  or file of one that is a symbolic link\n"
     "  --unreferenced=reject|warn|delete\n"
-    "                  a directory the table does not name: a problem (the\n"
+    "                  a scenario directory no row names: a problem (the\n"
     "                  default), a warning, or removed\n"
     "  -n, --no-lint   skip the secret and volatile lint of the fixtures\n"
     "  -L, --lint-only only the secret and volatile lint (and the table)\n"
@@ -788,10 +788,28 @@ static int unlink_entry(const char *p, const struct stat *st, int flag, struct F
     return remove(p);
 }
 
+// Whether directory p holds what a scenario holds: input.json, a log or
+// transcript (*.jsonl, *.jsonl.zst, *.jsonl.zstd), an override
+// (replay.override*.json) or workspace/. A directory with none of them (a
+// folder of configurations or helpers beside the scenarios) is not a
+// scenario directory, and no business of the guard's.
+static void scenario_like_entry(const char *dir, const char *name, void *found)
+{
+    static const char *const ends[] = {".jsonl", ".jsonl.zst", ".jsonl.zstd"};
+    int hit = !strcmp(name, "input.json") || !strcmp(name, "workspace")
+           || !strncmp(name, "replay.override", 15);
+    for (size_t k = 0; k < 3 && !hit; k++) {
+        size_t n = strlen(name), e = strlen(ends[k]);
+        hit = n > e && !strcmp(name + n - e, ends[k]);
+    }
+    if (hit) *(int *)found = 1;
+}
+
 // A directory of the snapshots directory no row names, nor any row's
-// configPath or sidecar source: rejected, warned about or removed (only a
-// real, non-hidden directory is; a hidden one or a link to a directory is
-// always a problem). Links inside it are removed, never followed.
+// configPath or sidecar source, that holds a scenario's files: rejected,
+// warned about or removed (only a real, non-hidden directory is; a hidden
+// one or a link to a directory is always a problem, whatever it holds).
+// Links inside it are removed, never followed.
 static void unreferenced_entry(const char *dir, const char *name, const as_table *t)
 {
     for (size_t i = 0; i < t->n; i++) {
@@ -803,7 +821,9 @@ static void unreferenced_entry(const char *dir, const char *name, const as_table
     char *p = as_path_join(dir, name);
     struct stat st;
     int real = lstat(p, &st) == 0 && S_ISDIR(st.st_mode) && name[0] != '.';
-    if (!as_is_dir(p)) ;
+    int like = 0;
+    if (real) each_entry(p, scenario_like_entry, &like);
+    if (!as_is_dir(p) || (real && !like)) ;
     else if (!real || unreferenced == UNREF_REJECT)
         as_problem(&probs, p, 0, "a snapshot directory the table does not name");
     else if (unreferenced == UNREF_WARN)

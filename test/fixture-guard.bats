@@ -31,12 +31,33 @@ guard_says() {
 
 @test "orphaned scenario directory" {
     mkdir s/extra
+    printf '{"steps":[]}\n' > s/extra/input.json
     guard_says 'fixture-guard: s/extra: a snapshot directory the table does not name'
+}
+
+@test "a directory that holds no scenario's files is not a scenario directory, in every mode" {
+    # a folder of configurations beside the scenarios, as some agents keep them
+    mkdir -p s/configs/fixtures s/empty
+    printf 'model: x\n' > s/configs/agent.yml
+    printf 'x\n' > s/configs/fixtures/helper.ts
+    run -0 --separate-stderr fixture-guard s
+    assert_equal "$stderr" ''
+    run -0 --separate-stderr fixture-guard --unreferenced=delete s
+    assert_equal "$stderr" ''
+    [ -f s/configs/agent.yml ] && [ -f s/configs/fixtures/helper.ts ] && [ -d s/empty ]
+    # each of a scenario's files makes it one
+    for f in input.json stdout.expected.jsonl session.jsonl.zst replay.override.json workspace/; do
+        rm -rf s/configs && mkdir s/configs
+        case $f in */) mkdir "s/configs/$f" ;; *) : > "s/configs/$f" ;; esac
+        run -1 --separate-stderr fixture-guard s
+        assert_equal "$stderr" 'fixture-guard: s/configs: a snapshot directory the table does not name'
+    done
 }
 
 @test "--unreferenced: reject (the default), warn, delete" {
     mkdir -p s/extra/sub s/.hidden
     printf 'x\n' > s/extra/sub/f
+    printf '{"steps":[]}\n' > s/extra/input.json
     printf 'keep\n' > outside
     ln -s "$BATS_TEST_TMPDIR/outside" s/extra/link
     ln -s "$BATS_TEST_TMPDIR" s/extra/dirlink
@@ -469,7 +490,7 @@ fixture-guard: s/no-model: a symbolic link; a scenario directory is a directory 
 }
 
 @test "every problem is reported, then exit 1" {
-    mkdir s/extra
+    mkdir s/extra && : > s/extra/input.json
     rm s/no-model/input.json
     echo '[1]' >> s/blocked-log/stdout.expected.jsonl
     run -1 --separate-stderr fixture-guard s

@@ -20,7 +20,7 @@ setup() {
 }
 
 @test "a broken tree refuses the commit with the guard's report" {
-    mkdir tests/snap/orphan
+    mkdir tests/snap/orphan && : > tests/snap/orphan/input.json
     run -1 --separate-stderr "$HOOK"
     assert_equal "$stderr" "$(printf '%s\n' \
         'fixture-guard: tests/snap/orphan: a snapshot directory the table does not name' \
@@ -28,7 +28,7 @@ setup() {
 }
 
 @test "runs from a subdirectory too" {
-    mkdir tests/snap/orphan
+    mkdir tests/snap/orphan && : > tests/snap/orphan/input.json
     cd tests
     run -1 "$HOOK"
 }

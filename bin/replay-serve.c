@@ -647,19 +647,6 @@ static int write_port_file(const char *path, unsigned port)
     return rc;
 }
 
-// The script, and what the wire needs from every entry (file:line named).
-static void load_script(const char *path)
-{
-    as_replay_load(path, &S.sc);
-    for (size_t i = 0; i < S.sc.n; i++) {
-        as_replay_err err;
-        char where[48];
-        snprintf(where, sizeof where, "entry %zu", i);
-        if (as_replay_entry_servable(&S.sc.e[i], where, &err))
-            as_die_at(path, (long)i + 1, 0, "%s", err.msg);
-    }
-}
-
 static struct MHD_Daemon *listen_on(long port)
 {
     struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
@@ -719,7 +706,7 @@ int main(int argc, char **argv)
     }
     if (argc - optind != 1) as_usage_exit(USAGE, AS_TROUBLE);
     S.path = argv[optind];
-    load_script(S.path);
+    as_replay_load_servable(S.path, &S.sc);   // what the wire needs from every entry, file:line named
     if (S.log_path && !(S.log = fopen(S.log_path, "w"))) as_die_sys("open %s", S.log_path);
 
     // Signals are taken synchronously by main; the server threads inherit the mask.

@@ -395,6 +395,32 @@ void as_replay_load(const char *path, as_replay_script *sc)
     as_in_close(in);
 }
 
+int as_replay_line_servable(const char *line, size_t len, size_t n, as_replay_entry *e, as_replay_err *err)
+{
+    char where[48];
+    snprintf(where, sizeof where, "entry %zu", n);
+    if (as_replay_entry_parse(line, len, where, e, err) != 0) return -1;
+    if (as_replay_entry_servable(e, where, err) == 0) return 0;
+    as_replay_entry_free(e);
+    err->pos = -1;
+    return -1;
+}
+
+void as_replay_load_servable(const char *path, as_replay_script *sc)
+{
+    as_in *in = as_in_open(path);
+    const char *line;
+    size_t len;
+    while (as_in_line(in, &line, &len)) {
+        as_replay_entry e;
+        as_replay_err err;
+        if (as_replay_line_servable(line, len, sc->n, &e, &err) != 0)
+            as_die_at(as_in_name(in), as_in_lineno(in), err.pos + 1, "%s", err.msg);
+        as_replay_script_push(sc, &e);
+    }
+    as_in_close(in);
+}
+
 // ---------------------------------------------------------------- overrides
 
 // at: a non-negative safe integer (JavaScript's Number.isSafeInteger; 2.0 and

@@ -78,6 +78,18 @@ void as_replay_script_free(as_replay_script *sc);
 // detected) into sc (appends). Dies (exit 2) with file:line:col on any error.
 void as_replay_load(const char *path, as_replay_script *sc);
 
+// One line of a replay script as replay-serve(1) loads it: entry n
+// (as_replay_entry_parse, named "entry n"), then what the wire needs from
+// it (as_replay_entry_servable). Returns 0 with *e filled, or -1 with *err
+// set (pos: the byte offset in the line of an invalid value, -1 for a
+// member the wire needs) and nothing to free.
+int as_replay_line_servable(const char *line, size_t len, size_t n, as_replay_entry *e, as_replay_err *err);
+// Loads a replay script file for serving, each line by
+// as_replay_line_servable, into sc (appends). Dies (exit 2) at the first
+// problem: file:line:col for an invalid entry, file:line for a member the
+// wire needs. replay-serve(1) and acp-drive(1) load provider scripts so.
+void as_replay_load_servable(const char *path, as_replay_script *sc);
+
 // An override document (acpsnap-replay(5)): a bare array of entries replacing
 // the derived script, or {"patches":[{"at":i,"entry":…}]}.
 typedef struct { size_t at; long line, col; as_replay_entry entry; } as_replay_patch;  // line/col: of the patch

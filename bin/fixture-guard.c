@@ -6,6 +6,7 @@
 #include "table.h"
 #include "sidecar.h"
 #include "lint.h"
+#include "replay.h"
 #include <dirent.h>
 #include <errno.h>
 #include <ftw.h>
@@ -321,6 +322,7 @@ static int read_sidecar(const char *path, as_buf *b)
 typedef struct {
     char **names; size_t n;     // its regular files (symbolic links followed), sorted
     int input, out, primary, override, win;   // input.json, stdout.expected.jsonl, session.jsonl, ...
+    int provider;               // (a transcript-only row) provider.jsonl
     int maxchild;               // highest N of a session.N.jsonl, 0 = none
     char *childseen;            // [1..maxchild]: session.N.jsonl present
 } inventory;
@@ -442,12 +444,25 @@ static int staging_name(const char *name)
     return strstr(name, ".acpsnap-new") != NULL;
 }
 
+// A session log's name: session*.jsonl, plain or zstd.
+static int session_name(const char *f)
+{
+    static const char *const ends[] = {".jsonl", ".jsonl.zst", ".jsonl.zstd"};
+    size_t n = strlen(f);
+    for (size_t k = 0; k < 3; k++)
+        if (starts(f, "session") && n > 7 + strlen(ends[k]) - 1 && !strcmp(f + n - strlen(ends[k]), ends[k])) return 1;
+    return 0;
+}
+
 // One file of the scenario directory: noted when it is a fixture, reported when stray.
 static void take_file(const scen *S, inventory *iv, const char *sdir, const char *f)
 {
     char *fp = as_path_join(sdir, f);
     if (staging_name(f))
         as_problem(&probs, fp, 0, "a staging file left by an interrupted record/refresh; remove it");
+    else if (!S->sc->sessionLog && session_name(f))
+        as_problem(&probs, fp, 0, "stray session log: the row sets \"sessionLog\": false, so nothing reads or compares it; delete it, or drop \"sessionLog\": false and record the scenario");
+    else if (!S->sc->sessionLog && !strcmp(f, "provider.jsonl")) iv->provider = 1;
     else if (!strcmp(f, "input.json")) iv->input = 1;
     else if (!strcmp(f, "stdout.expected.jsonl")) iv->out = 1;
     else if (!strcmp(f, "stdout.expected.windows.jsonl")) iv->win = 1;
@@ -456,11 +471,28 @@ static void take_file(const scen *S, inventory *iv, const char *sdir, const char
     else if (!take_sidecar(S, fp, f)) take_other(iv, fp, f);
     free(fp);
 }
+// A transcript-only row ("sessionLog": false): its provider script exactly
+// when it has a model turn, no override (provider.jsonl is the whole script).
+static void report_missing_transcript(const as_scenario *sc, const char *sdir, const inventory *iv)
+{
+    if (iv->override)
+        PROBLEM_IN(sdir, "replay.override.json", "present, but a \"sessionLog\": false scenario is replayed from provider.jsonl alone; put its entries there and delete it");
+    if (!iv->provider && sc->hasModelTurn)
+        PROBLEM_IN(sdir, "provider.jsonl", "missing; a \"sessionLog\": false scenario with a model turn is replayed from its provider script (acpsnap-replay(5) entries, one a line)");
+    else if (iv->provider && !sc->hasModelTurn)
+        PROBLEM_IN(sdir, "provider.jsonl", "present, but the row has no model turn (\"hasModelTurn\": false), so nothing serves it; delete it or set hasModelTurn");
+    if (iv->win && !sc->pinsNativeWindowsStdout)
+        PROBLEM_IN(sdir, "stdout.expected.windows.jsonl", "stray platform variant: the row does not set pinsNativeWindowsStdout; set it or delete the file");
+    else if (!iv->win && sc->pinsNativeWindowsStdout)
+        PROBLEM_IN(sdir, "stdout.expected.windows.jsonl", "missing, but the row sets pinsNativeWindowsStdout; add the Windows transcript or unset it");
+}
+
 // The fixtures every scenario has, and those its row makes present or absent.
 static void report_missing(const as_scenario *sc, const char *sdir, const inventory *iv)
 {
     if (!iv->input) PROBLEM_IN(sdir, "input.json", "missing; every scenario needs its drive script");
     if (!iv->out) PROBLEM_IN(sdir, "stdout.expected.jsonl", "missing; every scenario needs its expected stdout");
+    if (!sc->sessionLog) { report_missing_transcript(sc, sdir, iv); return; }
     if (!iv->primary)
         PROBLEM_IN(sdir, "session.jsonl", "missing; every scenario needs its session fixture (header-only when there is no model call)");
     if (iv->override && !sc->overridden)
@@ -489,6 +521,40 @@ static int contiguous_children(const char *sdir, const inventory *iv)
     return nchild;
 }
 
+// A provider script being read: the entries so far.
+typedef struct { const char *path; size_t n; } provscan;
+
+// A line of provider.jsonl (a line_fn over a provscan): one replay entry
+// as replay-serve loads it (as_replay_line_servable), LF-terminated.
+static int provider_line(void *ctx, const char *line, size_t len, long ln, int has_lf)
+{
+    provscan *x = ctx;
+    as_replay_entry e;
+    as_replay_err err;
+    if (!has_lf) as_problem(&probs, x->path, ln, "no final newline; end the last entry with LF");
+    if (len && line[len - 1] == '\r') {
+        as_problem(&probs, x->path, ln, "CR-LF line ending; a replay script uses LF only");
+        len--;
+    }
+    if (as_replay_line_servable(line, len, x->n++, &e, &err) != 0) {
+        as_warn_at(x->path, ln, err.pos + 1, "%s", err.msg);
+        probs.count++;
+    } else {
+        as_replay_entry_free(&e);
+    }
+    return 0;
+}
+
+// provider.jsonl: every entry servable, at least one (a model turn needs it).
+static void check_provider(const char *path)
+{
+    provscan x = {path, 0};
+    FILE *f = open_lines(path);
+    each_line(f, path, provider_line, &x);
+    fclose(f);
+    if (!x.n) as_problem(&probs, path, 0, "empty; the scenario has a model turn, which needs at least one entry");
+}
+
 // The contents of the fixtures present: session logs, stdout, the drive script.
 static void check_contents(scen *S, const char *sdir, const inventory *iv)
 {
@@ -508,10 +574,12 @@ static void check_contents(scen *S, const char *sdir, const inventory *iv)
         free(p);
     }
     if (iv->out) { p = as_path_join(sdir, "stdout.expected.jsonl"); check_stdout(p); free(p); }
+    if (iv->provider && S->sc->hasModelTurn) { p = as_path_join(sdir, "provider.jsonl"); check_provider(p); free(p); }
     if (iv->input) {
         as_input in;
         p = as_path_join(sdir, "input.json");
-        as_input_load(p, &in, as_problem_report, &probs);
+        if (!as_input_load(p, &in, as_problem_report, &probs) && !S->sc->sessionLog)
+            as_input_log_waits(&in, as_problem_report, &probs);
         as_input_free(&in);
         free(p);
     }
@@ -526,7 +594,8 @@ static void check_scenario(const char *dir, scen *S)
     DIR *d = opendir(sdir);
     if (!d) {
         if (errno != ENOENT && errno != ENOTDIR) as_die_sys("open directory %s", sdir);
-        as_problem(&probs, sdir, 0, "missing scenario directory for table row %ld; create it (input.json, stdout.expected.jsonl, session.jsonl) or drop the row", sc->line);
+        as_problem(&probs, sdir, 0, "missing scenario directory for table row %ld; create it (input.json, stdout.expected.jsonl, %s) or drop the row",
+                   sc->line, sc->sessionLog ? "session.jsonl" : "provider.jsonl");
         free(sdir);
         return;
     }
@@ -677,7 +746,7 @@ static void check_children(const char *dir, const scen *sv, const owned *ov, siz
 {
     const scen *S = &sv[i];
     const as_scenario *sc = S->sc;
-    if (!S->exists) return;
+    if (!S->exists || !sc->sessionLog) return;   // a transcript-only row's child pins are row errors
     char *sdir = as_path_join(dir, sc->name);
     int pin = S->pin_idx;
     const owned *cp = pin >= 0 && sv[pin].prompt_src >= 0 ? &ov[sv[pin].prompt_src] : NULL;
@@ -741,7 +810,7 @@ static void list_dir(const as_table *t, scen *sv)
     for (size_t i = 0; i < t->n; i++) {
         const as_scenario *s = &t->v[i];
         as_buf_reset(&b);
-        as_buf_printf(&b, "%s\t%s\t", s->name, s->headerClass);
+        as_buf_printf(&b, "%s\t%s\t", s->name, s->sessionLog ? s->headerClass : "-");
         if (s->pinsHeader) as_buf_puts(&b, "pin,");
         if (sv[i].owns_prompt) as_buf_puts(&b, "prompt-owner,");
         if (sv[i].owns_schemas) as_buf_puts(&b, "schemas-owner,");
@@ -749,6 +818,7 @@ static void list_dir(const as_table *t, scen *sv)
         as_buf_puts(&b, s->recorded ? "recorded" : "authored");
         if (s->comparesLog) as_buf_puts(&b, ",compares-log");
         if (s->overridden) as_buf_puts(&b, ",overridden");
+        if (!s->sessionLog) as_buf_puts(&b, ",no-session-log");
         for (size_t k = 0; k < s->nchildPrompts; k++) as_buf_printf(&b, ",child-prompt-pin=%d", s->childPrompts[k]);
         for (size_t k = 0; k < s->nchildSchemas; k++) as_buf_printf(&b, ",child-schemas-pin=%d", s->childSchemas[k]);
         if (s->posixOnly) as_buf_puts(&b, ",posix-only");

@@ -44,6 +44,7 @@ static const struct field {
     {"configPath", AS_F_CONFIGPATH, T_STR},
     {"prepareWorkspace", AS_F_PREPARE, T_BOOL},
     {"pinsNativeWindowsStdout", AS_F_WINSTDOUT, T_BOOL},
+    {"sessionLog", AS_F_SESSIONLOG, T_BOOL},
 };
 #define NFIELDS (sizeof fields / sizeof fields[0])
 
@@ -95,6 +96,7 @@ static int take(const as_json *j, int v, const struct field *f, as_scenario *sc)
         case AS_F_PWSHONLY: sc->pwshOnly = b; break;
         case AS_F_PREPARE: sc->prepareWorkspace = b; break;
         case AS_F_WINSTDOUT: sc->pinsNativeWindowsStdout = b; break;
+        case AS_F_SESSIONLOG: sc->sessionLog = b; break;
         }
         return 1;
     }
@@ -232,6 +234,23 @@ static size_t row_rules(as_scenario *sc, as_report_fn fn, void *ctx, const char 
     return np;
 }
 
+// A transcript-only row ("sessionLog": false) has no session log, so none
+// of the session-log fields (AS_F_LOG_ONLY) means anything on it: each one
+// set is reported. Returns their number.
+static size_t tier_rules(as_scenario *sc, as_report_fn fn, void *ctx, const char *path, long ln, as_buf *msg)
+{
+    size_t np = 0;
+    if (sc->sessionLog) return 0;
+    for (size_t i = 0; i < NFIELDS; i++) {
+        if (!(fields[i].bit & AS_F_LOG_ONLY & sc->set)) continue;
+        as_buf_printf(msg, "field \"%s\" does not apply to a \"sessionLog\": false scenario (no session log, header pins or sidecars); drop it",
+                      fields[i].key);
+        report(fn, ctx, path, ln, msg); np++;
+    }
+    if (np) sc->valid = 0;
+    return np;
+}
+
 size_t as_table_load(const char *path, as_table *t, as_report_fn fn, void *ctx)
 {
     memset(t, 0, sizeof *t);
@@ -285,6 +304,8 @@ size_t as_table_load(const char *path, as_table *t, as_report_fn fn, void *ctx)
             free(sc.name); sc.name = NULL;
         }
         problems += row_rules(&sc, fn, ctx, path, ln, &msg);
+        if (!(sc.set & AS_F_SESSIONLOG)) sc.sessionLog = 1;
+        problems += tier_rules(&sc, fn, ctx, path, ln, &msg);
         for (unsigned req = AS_F_NAME; req <= AS_F_RECORDED; req <<= 1) {
             if (sc.set & req) continue;
             const char *key = req == AS_F_NAME ? "name" : req == AS_F_HASMODELTURN ? "hasModelTurn" : "recorded";
@@ -299,7 +320,7 @@ size_t as_table_load(const char *path, as_table *t, as_report_fn fn, void *ctx)
             scen_free(&sc);
             continue;
         }
-        if (!(sc.set & AS_F_COMPARESLOG)) sc.comparesLog = sc.hasModelTurn;
+        if (!(sc.set & AS_F_COMPARESLOG)) sc.comparesLog = sc.hasModelTurn && sc.sessionLog;
         if (!sc.headerClass) sc.headerClass = as_xstrdup("default");
         if (!sc.systemPromptSource) sc.systemPromptSource = as_xstrdup(sc.name);
         if (!sc.toolSchemasSource) sc.toolSchemasSource = as_xstrdup(sc.name);
@@ -366,6 +387,12 @@ static int resolve_source(const as_table *t, int pin, int prompt, as_report_fn f
     return -1;
 }
 
+// 1 when row s is of header class cls (a transcript-only row is of none).
+static int in_class(const as_scenario *s, const char *cls)
+{
+    return s->sessionLog && !strcmp(s->headerClass, cls);
+}
+
 size_t as_table_pins(const as_table *t, as_pinrole *roles, as_report_fn fn, void *ctx)
 {
     size_t np = 0;
@@ -373,7 +400,7 @@ size_t as_table_pins(const as_table *t, as_pinrole *roles, as_report_fn fn, void
     for (size_t i = 0; i < t->n; i++) {
         const as_scenario *s = &t->v[i];
         roles[i] = (as_pinrole){-1, -1, -1, 0, 0};
-        if (s->pinsHeader) continue;
+        if (s->pinsHeader || !s->sessionLog) continue;
         for (int w = 0; w < 2; w++) {
             if (!(s->set & (w ? AS_F_SCHEMASRC : AS_F_PROMPTSRC))) continue;
             as_buf_printf(&msg, "%s: %s is only valid on a header-pinning scenario; set pinsHeader or drop the field",
@@ -383,12 +410,12 @@ size_t as_table_pins(const as_table *t, as_pinrole *roles, as_report_fn fn, void
     }
     for (size_t i = 0; i < t->n; i++) {
         const as_scenario *s = &t->v[i];
-        int first = 1;
-        for (size_t k = 0; k < i && first; k++) first = strcmp(t->v[k].headerClass, s->headerClass) != 0;
+        int first = s->sessionLog;
+        for (size_t k = 0; k < i && first; k++) first = !in_class(&t->v[k], s->headerClass);
         if (!first) continue;
         int pin = -1;
         for (size_t k = i; k < t->n; k++) {
-            if (strcmp(t->v[k].headerClass, s->headerClass) || !t->v[k].pinsHeader) continue;
+            if (!in_class(&t->v[k], s->headerClass) || !t->v[k].pinsHeader) continue;
             if (pin < 0) { pin = (int)k; continue; }
             as_buf_printf(&msg, "header class \"%s\" is pinned by both %s and %s; keep pinsHeader on one",
                           s->headerClass, t->v[pin].name, t->v[k].name);
@@ -398,12 +425,12 @@ size_t as_table_pins(const as_table *t, as_pinrole *roles, as_report_fn fn, void
             as_buf_printf(&msg, "header class \"%s\" has no pin (needed by ", s->headerClass);
             int any = 0;
             for (size_t k = i; k < t->n; k++)
-                if (!strcmp(t->v[k].headerClass, s->headerClass)) { as_buf_printf(&msg, "%s%s", any ? ", " : "", t->v[k].name); any = 1; }
+                if (in_class(&t->v[k], s->headerClass)) { as_buf_printf(&msg, "%s%s", any ? ", " : "", t->v[k].name); any = 1; }
             as_buf_puts(&msg, "); set pinsHeader on one of its scenarios or add its pinning scenario");
             report(fn, ctx, t->path, s->line, &msg); np++;
         }
         for (size_t k = i; k < t->n; k++)
-            if (!strcmp(t->v[k].headerClass, s->headerClass)) roles[k].pin = pin;
+            if (in_class(&t->v[k], s->headerClass)) roles[k].pin = pin;
     }
     for (size_t i = 0; i < t->n; i++) {
         if (!t->v[i].pinsHeader || roles[i].pin != (int)i) continue;
@@ -640,6 +667,23 @@ size_t as_input_load(const char *path, as_input *in, as_report_fn fn, void *ctx)
     }
     as_buf_free(&msg);
     return problems;
+}
+
+size_t as_input_log_waits(const as_input *in, as_report_fn fn, void *ctx)
+{
+    size_t np = 0;
+    as_buf msg = {0};
+    for (size_t i = 0; i < in->nsteps; i++) {
+        const as_step *st = &in->steps[i];
+        int waits = st->op >= AS_OP_WAITFORTURNSTART && st->op <= AS_OP_WAITFOREVENTAFTERTURNEND;
+        if (st->op == AS_OP_PROMPTANDCANCEL && as_json_get(&in->j, st->tok, "waitForFile") < 0) waits = 1;
+        if (!waits) continue;
+        as_buf_printf(&msg, "steps[%zu] (%s) waits on the session log, which a \"sessionLog\": false scenario does not have; wait on a file (waitForFile) instead",
+                      i, opnames[st->op]);
+        report(fn, ctx, in->path, st->line, &msg); np++;
+    }
+    as_buf_free(&msg);
+    return np;
 }
 
 void as_input_free(as_input *in)

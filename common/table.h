@@ -21,8 +21,13 @@ enum {
     AS_F_CHILDSCHEMAS = 1u << 9, AS_F_CHILDPROMPTS = 1u << 10, AS_F_HEADERCHANGES = 1u << 11,
     AS_F_WORKSPACEPARENT = 1u << 12, AS_F_POSIXONLY = 1u << 13, AS_F_PWSHONLY = 1u << 14,
     AS_F_ENV = 1u << 15, AS_F_CONFIGPATH = 1u << 16, AS_F_PREPARE = 1u << 17,
-    AS_F_WINSTDOUT = 1u << 18,
+    AS_F_WINSTDOUT = 1u << 18, AS_F_SESSIONLOG = 1u << 19,
 };
+// The fields of the session-log tier alone (comparesLog … expectedHeaderChanges):
+// a row with "sessionLog": false may set none of them.
+#define AS_F_LOG_ONLY (AS_F_COMPARESLOG | AS_F_OVERRIDDEN | AS_F_PINSHEADER | AS_F_HEADERCLASS \
+                       | AS_F_PROMPTSRC | AS_F_SCHEMASRC | AS_F_CHILDSCHEMAS | AS_F_CHILDPROMPTS \
+                       | AS_F_HEADERCHANGES)
 
 // One row with dsh's defaults applied. Strings are owned by the table.
 typedef struct {
@@ -30,6 +35,8 @@ typedef struct {
     long line;                    // line of the row in scenarios.jsonl
     unsigned set;                 // AS_F_* bits of the fields present
     int hasModelTurn, recorded;
+    int sessionLog;               // default true; false: the transcript-only tier (no
+                                  // session log, replayed from provider.jsonl)
     int comparesLog;              // default: hasModelTurn
     int overridden, pinsHeader;   // default false
     char *headerClass;            // default "default"
@@ -61,7 +68,8 @@ size_t as_table_load(const char *path, as_table *t, as_report_fn report, void *c
 const as_scenario *as_table_find(const as_table *t, const char *name);
 void as_table_free(as_table *t);
 
-// Header pins (acpsnap-scenarios(5)), resolved as dsh does. For row i:
+// Header pins (acpsnap-scenarios(5)), resolved as dsh does; rows with
+// "sessionLog": false belong to no header class. For row i:
 typedef struct {
     int pin;            // index of the pin of its headerClass, -1 when none
     int prompt_src;     // pins only: index of the row owning its prompt sidecar, -1 unusable
@@ -109,6 +117,11 @@ typedef struct {
 // (or fatal when report is NULL). On problems the script is not usable.
 size_t as_input_load(const char *path, as_input *in, as_report_fn report, void *ctx);
 void as_input_free(as_input *in);
+// The steps of a loaded script (no problems) that wait on the session log:
+// the durable-boundary waits, and a promptAndCancel without waitForFile. A
+// transcript-only scenario ("sessionLog": false) has no log to wait on: each
+// is reported (fatal when report is NULL). Returns their number.
+size_t as_input_log_waits(const as_input *in, as_report_fn report, void *ctx);
 
 // 1-based line of byte offset off in s.
 long as_line_of(const char *s, size_t off);

@@ -61,6 +61,8 @@ typedef struct {
     profile pf;
     vars vs;
     int record, keep;
+    int transcript_only;            // the row says "sessionLog": false: no log is waited on or harvested
+    int has_model_turn;             // … and hasModelTurn: it has a provider script
     long timeout, rpc_timeout, exit_timeout;
     char outdir[PATH_MAX];
     char *cwd, *sessions_root, *spill_root, *tmp_root;
@@ -103,6 +105,7 @@ void make_dirs(run *r, const char *out, const char *wp_opt, const as_scenario *r
 void set_vars(run *r, const as_scenario *row);
 void make_spill_root(run *r);
 char *prepare_replay(run *r);
+void check_tier_profile(const run *r);
 char **agent_env(run *r, const as_scenario *row, char **extra, size_t nextra);
 void start_serve(run *r, const char *script);
 int stop_serve(run *r, as_buf *err);

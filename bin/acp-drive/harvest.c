@@ -222,11 +222,12 @@ static void write_run_json(const run *r, const loglist *l, char **files)
 }
 
 // Copies harvested logs (plain text) into the output dir; writes run.json.
+// A transcript-only scenario's logs, if the agent wrote any, are not taken.
 void harvest(run *r)
 {
     loglist l = {0};
     long t0 = as_now_ms();
-    list_logs(r->sessions_root, &r->pf, &l, &r->scratch);
+    if (!r->transcript_only) list_logs(r->sessions_root, &r->pf, &l, &r->scratch);
     char **files = copy_logs(r, &l);
     r->t_harvest = as_now_ms() - t0;
     write_run_json(r, &l, files);

@@ -241,6 +241,7 @@ int main(int argc, char **argv)
     set_vars(&r, row);
     char *script = r.record ? NULL : prepare_replay(&r);
     profile_load(&r.pf, o.profile, r.record, &r.vs);
+    check_tier_profile(&r);
     set_timeouts(&r, &o);
     make_spill_root(&r);
     if (!r.record && r.pf.serve) start_serve(&r, script);

@@ -93,6 +93,9 @@ const as_scenario *load_scenario(run *r, const char *arg0, as_table *table)
         as_table_load(table_path, table, NULL, NULL);
         if (!(row = as_table_find(table, r->name)))
             as_die(AS_TROUBLE, "%s: no row named %s in %s", arg, r->name, table_arg);
+        r->transcript_only = !row->sessionLog;
+        r->has_model_turn = row->hasModelTurn;
+        if (r->transcript_only && as_input_log_waits(&r->in, report_die, NULL)) exit(AS_TROUBLE);
     }
     free(table_path);
     free(table_arg);
@@ -368,11 +371,45 @@ static char *write_script(run *r, const char *fixture, const char *override)
     return script;
 }
 
+// A transcript-only scenario's script: its provider.jsonl as it stands,
+// loaded as replay-serve loads it (a bad entry is trouble, file:line named);
+// without a model turn an empty script in OUTDIR/replay.jsonl.
+static char *provider_script(run *r)
+{
+    if (!r->has_model_turn) {
+        char *script = xasprintf("%s/replay.jsonl", r->outdir);
+        write_plain(script, "", 0);
+        return script;
+    }
+    char *script = xasprintf("%s/provider.jsonl", r->scen_arg);
+    if (access(script, R_OK))
+        as_die(AS_TROUBLE, "%s: missing provider script (a \"sessionLog\": false scenario with a model turn is replayed from it)", script);
+    as_replay_script sc = {0};
+    as_replay_load_servable(script, &sc);
+    as_replay_script_free(&sc);
+    return script;
+}
+
+// A transcript-only scenario is replayed only by replay-serve, which fails
+// the run when the agent leaves an entry unconsumed.
+void check_tier_profile(const run *r)
+{
+    if (r->transcript_only && !r->record && !r->pf.serve)
+        as_die(AS_TROUBLE, "%s: a \"sessionLog\": false scenario is replayed from provider.jsonl by replay-serve, but the profile %s does not say provider = replay-serve",
+               r->scen_arg, r->pf.path);
+}
+
 // Replay: the fixture, override and child fixture variables, and the
 // primary's replay script, derived here once (an agent with a replay adapter
-// reads it; replay-serve serves it otherwise). Returns the script's path.
+// reads it; replay-serve serves it otherwise); for a transcript-only
+// scenario its provider script. Returns the script's path.
 char *prepare_replay(run *r)
 {
+    if (r->transcript_only) {
+        char *script = provider_script(r);
+        vars_set(&r->vs, "ACPSNAP_REPLAY_SCRIPT", script);
+        return script;
+    }
     char *fixture = xasprintf("%s/session.jsonl", r->scen_dir);
     char *override = xasprintf("%s/replay.override.json", r->scen_dir);
     int has_ov = !access(override, R_OK);

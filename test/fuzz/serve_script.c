@@ -1,6 +1,7 @@
 // Fuzz target: a replay script as replay-serve loads and serves it. The
 // input is a script (one entry per line); each line goes through the entry
-// parser and the serving check (as_replay_entry_servable), and every entry
+// parser and the serving check (as_replay_entry_servable), which the shared
+// line loader (as_replay_line_servable) must agree with, and every entry
 // the parser accepts is rendered through the SSE translation replay-serve
 // uses (as_sse_entry), with the strings of the input's JSON lines as the
 // fromRequest haystack.
@@ -71,7 +72,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (!err.msg[0] || err.pos > (long)len) abort();
             break;   // the script is refused at this line
         }
-        if (as_replay_entry_servable(&e, "entry", &err) && (!err.msg[0] || err.pos > (long)e.len)) abort();
+        int servable = as_replay_entry_servable(&e, "entry", &err) == 0;
+        if (!servable && (!err.msg[0] || err.pos > (long)e.len)) abort();
+        // the loader replay-serve, acp-drive and fixture-guard share agrees
+        as_replay_entry e2;
+        as_replay_err err2;
+        if ((as_replay_line_servable(p, len, (size_t)n, &e2, &err2) == 0) != servable) abort();
+        if (servable) as_replay_entry_free(&e2);
+        else if (!err2.msg[0] || err2.pos != -1) abort();
         render(&e, &hay, n);   // also the entries the check refuses: the wire stays JSON
         as_replay_entry_free(&e);
         p += len + 1;

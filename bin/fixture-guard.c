@@ -449,8 +449,10 @@ static int session_name(const char *f)
 {
     static const char *const ends[] = {".jsonl", ".jsonl.zst", ".jsonl.zstd"};
     size_t n = strlen(f);
-    for (size_t k = 0; k < 3; k++)
-        if (starts(f, "session") && n > 7 + strlen(ends[k]) - 1 && !strcmp(f + n - strlen(ends[k]), ends[k])) return 1;
+    for (size_t k = 0; k < 3; k++) {
+        size_t e = strlen(ends[k]);
+        if (starts(f, "session") && n >= 7 + e && !strcmp(f + n - e, ends[k])) return 1;
+    }
     return 0;
 }
 

@@ -93,15 +93,17 @@ set_line() { # FILE ERE TEXT
 @test "tier: fixture-guard reports a stray session log, an override and a log wait" {
     echo '{"type":"session","version":0}' > snap/chat/session.jsonl
     echo '{"type":"session","version":0}' > snap/chat/session.1.jsonl
+    jsonl-pack -z snap/chat/session.jsonl > snap/chat/session.jsonl.zst
     echo '[]' > snap/chat/replay.override.json
     printf '{"steps":[{"op":"initialize"},{"op":"newSession"},{"op":"prompt","text":"x"},\n{"op":"waitForTurnEnd"}]}\n' > snap/chat/input.json
     run -1 --separate-stderr fixture-guard -n snap
     assert_equal "$stderr" "fixture-guard: snap/chat/session.1.jsonl: stray session log: the row sets \"sessionLog\": false, so nothing reads or compares it; delete it, or drop \"sessionLog\": false and record the scenario
 fixture-guard: snap/chat/session.jsonl: stray session log: the row sets \"sessionLog\": false, so nothing reads or compares it; delete it, or drop \"sessionLog\": false and record the scenario
+fixture-guard: snap/chat/session.jsonl.zst: stray session log: the row sets \"sessionLog\": false, so nothing reads or compares it; delete it, or drop \"sessionLog\": false and record the scenario
 fixture-guard: snap/chat/replay.override.json: present, but a \"sessionLog\": false scenario is replayed from provider.jsonl alone; put its entries there and delete it
 fixture-guard: snap/chat/input.json:2: steps[3] (waitForTurnEnd) waits on the session log, which a \"sessionLog\": false scenario does not have; wait on a file (waitForFile) instead"
     # acp-drive refuses the wait before it runs anything
-    rm snap/chat/session*.jsonl snap/chat/replay.override.json
+    rm snap/chat/session* snap/chat/replay.override.json
     run -2 --separate-stderr acp-drive -p snap/agent.profile -o run snap/chat
     assert_equal "$stderr" "acp-drive: snap/chat/input.json:2: steps[3] (waitForTurnEnd) waits on the session log, which a \"sessionLog\": false scenario does not have; wait on a file (waitForFile) instead"
 }

@@ -26,17 +26,28 @@
 typedef struct { char **k, **v; size_t n, cap; } vars;
 
 typedef struct {
-    char *path, *dir;
+    char *path, *dir;               // the file being read (after: the top one)
+    char **names; size_t nnames;    // every path and dir set, owned here
+    char **chain; size_t nchain;    // the real paths of the files being read (include)
     char **argv; size_t argc;
     char **env; size_t nenv;        // "K=V" after expansion, in file order (mode-filtered)
     long *env_line;
+    char **env_file;                // the file of each env line (an included one, or path)
     char **harvest; size_t nharvest;
     int serve;                      // provider = replay-serve
     int spill_tmpdir;               // spill-root = tmpdir
     long timeout, rpc_timeout, exit_timeout;   // -1: not set
     char **prep; size_t nprep;      // prepare = COMMAND (empty: none)
     long prep_timeout;              // prepare-timeout = MS (-1: not set)
+    long term_timeout;              // term-timeout = MS (-1: not set, 0: none)
+    char **mkdirs; size_t nmkdirs;  // mkdir = NAME, beneath the run root
+    unsigned client;                // client = …: CLIENT_* bits
+    int client_set;
 } profile;
+
+enum { CLIENT_FS_READ = 1, CLIENT_FS_WRITE = 2, CLIENT_TERMINAL = 4 };
+// The CLIENT_* bit of a client word (fs-read, fs-write, terminal), 0 if none.
+unsigned client_bit(const char *w);
 
 char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 char *vxasprintf(const char *fmt, va_list ap);
@@ -62,6 +73,7 @@ typedef struct {
     vars vs;
     int record, keep;
     long timeout, rpc_timeout, exit_timeout;
+    long term_timeout;              // after stdin closes, SIGTERM (0: never)
     char outdir[PATH_MAX];
     char *cwd, *sessions_root, *spill_root, *tmp_root;
     int spill_fd;                   // the spill root, locked while we own it
@@ -71,6 +83,7 @@ typedef struct {
     int pidfd;                      // readable when the agent exits (-1: not available)
     int fin, fout, ferr;
     int out_eof, err_eof, exited, status;
+    int termed;                     // the stop policy sent SIGTERM
     as_buf line;                    // partial stdout line
     as_json frame;                  // the stdout line last parsed
     as_buf errbuf;                  // stderr collected
@@ -80,6 +93,8 @@ typedef struct {
     long next_id;
     char **resp; size_t nresp;      // response line per client request id (NULL until answered)
     char *session_id;
+    long watch_id;                  // a request whose error response fails the run at once (-1: none)
+    const char *watch_method;
     size_t answer_next;
     char *script_error;
     // promptAndWaitForAgentMessage
@@ -102,6 +117,7 @@ const as_scenario *load_scenario(run *r, const char *arg0, as_table *table);
 void make_dirs(run *r, const char *out, const char *wp_opt, const as_scenario *row);
 void set_vars(run *r, const as_scenario *row);
 void make_spill_root(run *r);
+void make_profile_dirs(run *r);
 char *prepare_replay(run *r);
 char **agent_env(run *r, const as_scenario *row, char **extra, size_t nextra);
 void start_serve(run *r, const char *script);
@@ -129,6 +145,8 @@ int wait_until(run *r, cond_fn cond, const void *ctx, long timeout, const char *
 void stop_agent(run *r);
 void abort_agent(run *r);
 char *describe_status(int st);
+// 1 when the agent's end was clean: exit status 0, or our SIGTERM.
+int clean_exit(const run *r);
 
 // ---------------------------------------------------------------- steps.c
 void run_step(run *r, const as_step *sp);

@@ -95,6 +95,7 @@ static void set_timeouts(run *r, const opts *o)
     r->rpc_timeout = o->rpc_timeout > 0 ? o->rpc_timeout
                    : pf->rpc_timeout > 0 ? pf->rpc_timeout : (r->record ? 600000 : 60000);
     r->exit_timeout = o->exit_timeout > 0 ? o->exit_timeout : pf->exit_timeout > 0 ? pf->exit_timeout : 10000;
+    r->term_timeout = pf->term_timeout >= 0 ? pf->term_timeout : 2000;
 }
 
 // ---------------------------------------------------------------- the end of the run
@@ -119,7 +120,7 @@ static int report(const run *r, size_t si)
         as_warn_at(r->input_path, sp->line, 0, "step %zu (%s): %s", si - 1, as_op_name(sp->op), r->fail);
     } else if (r->fail) {
         as_warn("%s: at shutdown, after the last step: %s", r->name, r->fail);
-    } else if (!(WIFEXITED(r->status) && WEXITSTATUS(r->status) == 0)) {
+    } else if (!clean_exit(r)) {
         char *d = describe_status(r->status);
         as_warn("%s: the agent failed at shutdown: %s", r->name, d);
         free(d);
@@ -183,7 +184,7 @@ static int run_agent(run *r, char **envp)
 // No stray agent, server or temporary directory survives acp-drive.
 static void cleanup(const run *r)
 {
-    if (r->pid > 0 && !r->exited) { kill(r->pid, SIGKILL); waitpid(r->pid, NULL, 0); }
+    if (r->pid > 0 && !r->exited) { kill(-r->pid, SIGKILL); kill(r->pid, SIGKILL); waitpid(r->pid, NULL, 0); }
     if (r->serve_pid > 0) { kill(r->serve_pid, SIGKILL); waitpid(r->serve_pid, NULL, 0); }
     if (r->spill_root) rm_rf(r->spill_root);     // ours (locked): --keep would leave it to the next run
     if (r->spill_fd >= 0) close(r->spill_fd);
@@ -225,7 +226,7 @@ static void release(run *r, char **envp)
 
 int main(int argc, char **argv)
 {
-    run r = { .fin = -1, .fout = -1, .ferr = -1, .pidfd = -1, .spill_fd = -1,
+    run r = { .fin = -1, .fout = -1, .ferr = -1, .pidfd = -1, .spill_fd = -1, .watch_id = -1,
               .t_prepare = -1, .t_boot = -1, .t_exit = -1, .t_harvest = -1 };
     opts o = { .timeout = -1, .rpc_timeout = -1, .exit_timeout = -1 };
     as_setprog(argv[0]);
@@ -243,6 +244,7 @@ int main(int argc, char **argv)
     profile_load(&r.pf, o.profile, r.record, &r.vs);
     set_timeouts(&r, &o);
     make_spill_root(&r);
+    make_profile_dirs(&r);
     if (!r.record && r.pf.serve) start_serve(&r, script);
     char **envp = agent_env(&r, row, o.env, o.nenv);
     long t0 = as_now_ms();

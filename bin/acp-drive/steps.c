@@ -173,8 +173,11 @@ static void do_prompt_and_cancel(run *r, int st, const step_kind *k)
     as_buf params = {0}, msg = {0};
     prompt_params(r, st, 0, &params);
     long id = request(r, "session/prompt", &params);
+    r->watch_id = id;       // a prompt that fails meanwhile ends the wait at once
+    r->watch_method = "session/prompt";
     if (!wait_file_field(r, st))
         wait_log(r, W_TURNSTART, 1, NULL, 0, r->timeout, TURN_START);
+    r->watch_id = -1;
     if (!r->fail) {
         notify_cancel(r);
         const char *resp = await_response(r, id, "session/prompt", r->rpc_timeout);

@@ -85,7 +85,7 @@ char *start_agent(run *r, char **envp)
 }
 
 // ---------------------------------------------------------------- writing
-static void send_line(run *r, const as_buf *b)
+void send_line(run *r, const as_buf *b)
 {
     if (r->fin < 0) return;
     as_buf l = {0};
@@ -173,9 +173,11 @@ static void answer_permission(run *r, const as_json *j, as_buf *b)
     as_buf_free(&offered);
 }
 
-// Answers an agent request: permission by the scripted kind, else "method not found".
+// Answers an agent request: permission by the scripted kind, a selected
+// client method (client.c), else "method not found".
 static void answer_agent(run *r, const as_json *j, int id, int method)
 {
+    if (client_serve(r, j, id, method)) return;
     as_buf b = {0};
     as_buf_puts(&b, "{\"jsonrpc\":\"2.0\",\"id\":");
     as_buf_put(&b, as_tok_p(j, id), as_tok_len(j, id));
@@ -294,6 +296,7 @@ void pump(run *r, int wait_ms)
         if (io >= 0 && p[io].revents) read_stdout(r);
         if (ie >= 0 && p[ie].revents) read_stderr(r);
     }
+    if (r->nterms) client_poll(r);
     reap(r);
 }
 

@@ -5,6 +5,7 @@
 //   scenario.c  the scenario and its table row, directories, the agent's
 //               environment, replay preparation and replay-serve
 //   drive.c     the agent: spawning, the frame pump, requests and answers
+//   client.c    the client side: capabilities, fs/* and terminal/* served
 //   steps.c     input.json's steps (acpsnap-scenarios(5)): one table of kinds
 //   waits.c     waits on durable boundaries in the persisted logs
 //   harvest.c   session logs: reading as they grow, listing, harvest, run.json
@@ -93,6 +94,10 @@ typedef struct {
     long next_id;
     char **resp; size_t nresp;      // response line per client request id (NULL until answered)
     char *session_id;
+    unsigned client;                // CLIENT_* served (the profile's, else input.json's)
+    char **envp;                    // the agent's environment (terminals start from it)
+    struct term *terms; size_t nterms;
+    long next_term;
     long watch_id;                  // a request whose error response fails the run at once (-1: none)
     const char *watch_method;
     size_t answer_next;
@@ -136,6 +141,7 @@ char *start_agent(run *r, char **envp);   // NULL, or why it could not run
 void pump(run *r, int wait_ms);
 int agent_gone(const run *r);
 long request(run *r, const char *method, const as_buf *params);
+void send_line(run *r, const as_buf *b);    // one frame, a newline added
 void notify_cancel(run *r);
 const char *await_response(run *r, long id, const char *method, long timeout);
 int response_error(const char *line, as_buf *msg);
@@ -147,6 +153,21 @@ void abort_agent(run *r);
 char *describe_status(int st);
 // 1 when the agent's end was clean: exit status 0, or our SIGTERM.
 int clean_exit(const run *r);
+
+// ---------------------------------------------------------------- client.c
+struct term;
+// The client capabilities of the run: input.json's "client", else the profile's.
+void client_select(run *r);
+// initialize's clientCapabilities object for them, into b.
+void client_capabilities(const run *r, as_buf *b);
+// Serves an agent request (id and method tokens of j) when its method is a
+// selected client method: 1 (answered, or deferred), 0 not served.
+int client_serve(run *r, const as_json *j, int id, int method);
+// Reads the terminals' output, reaps them, answers waits for their exit.
+void client_poll(run *r);
+// Kills every terminal still running (process groups), reaps them.
+void client_end(const run *r);
+void client_free(run *r);
 
 // ---------------------------------------------------------------- steps.c
 void run_step(run *r, const as_step *sp);

@@ -185,6 +185,7 @@ static int run_agent(run *r, char **envp)
 static void cleanup(const run *r)
 {
     if (r->pid > 0 && !r->exited) { kill(-r->pid, SIGKILL); kill(r->pid, SIGKILL); waitpid(r->pid, NULL, 0); }
+    client_end(r);
     if (r->serve_pid > 0) { kill(r->serve_pid, SIGKILL); waitpid(r->serve_pid, NULL, 0); }
     if (r->spill_root) rm_rf(r->spill_root);     // ours (locked): --keep would leave it to the next run
     if (r->spill_fd >= 0) close(r->spill_fd);
@@ -203,6 +204,7 @@ static void release(run *r, char **envp)
 {
     if (r->raw) fclose(r->raw);
     cleanup(r);
+    client_free(r);
     exiting = NULL;
     if (r->keep) as_warn("kept %s and %s", r->cwd, r->tmp_root);
     for (size_t i = 0; i < r->nresp; i++) free(r->resp[i]);
@@ -243,10 +245,12 @@ int main(int argc, char **argv)
     char *script = r.record ? NULL : prepare_replay(&r);
     profile_load(&r.pf, o.profile, r.record, &r.vs);
     set_timeouts(&r, &o);
+    client_select(&r);
     make_spill_root(&r);
     make_profile_dirs(&r);
     if (!r.record && r.pf.serve) start_serve(&r, script);
     char **envp = agent_env(&r, row, o.env, o.nenv);
+    r.envp = envp;
     long t0 = as_now_ms();
     int rc = run_prepare(&r, row, envp);
     if (row && row->prepareWorkspace) r.t_prepare = as_now_ms() - t0;

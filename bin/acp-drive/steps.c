@@ -48,7 +48,9 @@ static char *step_str(const run *r, int obj, const char *key)
 static void do_initialize(run *r, int st, const step_kind *k)
 {
     as_buf params = {0}, msg = {0};
-    as_buf_puts(&params, "{\"protocolVersion\":1,\"clientCapabilities\":{}}");
+    as_buf_puts(&params, "{\"protocolVersion\":1,\"clientCapabilities\":");
+    client_capabilities(r, &params);
+    as_buf_putc(&params, '}');
     long id = request(r, "initialize", &params);
     const char *resp = await_response(r, id, "initialize", r->rpc_timeout);
     if (resp && response_error(resp, &msg)) fail(r, "initialize failed: %s", msg.p ? msg.p : "");

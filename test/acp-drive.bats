@@ -399,3 +399,20 @@ echo: $root"
     assert_equal "$stderr" 'acp-drive: m.profile:1: include "missing.profile": No such file or directory'
     no_leftovers
 }
+
+@test "acp-drive: --provider-script: in record mode replay-serve on it is the provider, a hang's readyFile in the agent's cwd" {
+    [ -x "$BIN/acpsnap-agent" ] || skip "the reference agent is not built"
+    # a hang, cancelled once its readyFile is there (as scenarios/cancel-hang)
+    input '{"steps":[{"op":"initialize"},{"op":"newSession"},{"op":"promptAndCancel","text":"go","waitForFile":{"path":".acpsnap-stream-ready"}},{"op":"waitForTurnEnd"}]}'
+    printf '%s\n' '{"kind":"hang","readyFile":".acpsnap-stream-ready"}' > provider.jsonl
+    run -0 --separate-stderr acp-drive --record --provider-script provider.jsonl --timeout 5000 \
+        -p "$ROOT/scenarios/acpsnap-agent.profile" -o out snap/s
+    assert_equal "$stderr" ''
+    run -0 jq -c 'select(.id == 2) | .result' out/stdout.raw.jsonl
+    assert_output '{"stopReason":"cancelled"}'
+    [ -s out/replay-serve.log ]
+    [ ! -e .acpsnap-stream-ready ]
+    run -2 --separate-stderr acp-drive --provider-script provider.jsonl -p fake.profile -o out snap/s
+    assert_equal "$stderr" 'acp-drive: --provider-script needs --record'
+    no_leftovers
+}

@@ -126,6 +126,7 @@ void make_profile_dirs(run *r);
 char *prepare_replay(run *r);
 char **agent_env(run *r, const as_scenario *row, char **extra, size_t nextra);
 void start_serve(run *r, const char *script);
+void start_provider(run *r, const char *script);
 int stop_serve(run *r, as_buf *err);
 
 // ---------------------------------------------------------------- prepare.c

@@ -22,7 +22,8 @@
 
 static const char USAGE[] =
     "usage: acp-drive -p PROFILE -o OUTDIR [--record] [--timeout MS] [--rpc-timeout MS]\n"
-    "          [--exit-timeout MS] [--workspace-parent DIR] [--env K=V]... [--keep] SCENARIO_DIR\n"
+    "          [--exit-timeout MS] [--workspace-parent DIR] [--env K=V]... [--keep]\n"
+    "          [--provider-script FILE] SCENARIO_DIR\n"
     "Runs one scenario against an agent: a fresh cwd with workspace/ copied in,\n"
     "the agent booted through its profile (acpsnap-profile(5)), input.json driven\n"
     "over ACP, raw stdout captured, the session logs harvested, and run.json\n"
@@ -36,12 +37,14 @@ static const char USAGE[] =
     "      --workspace-parent DIR   overrides the table's workspaceParent\n"
     "  -e, --env K=V             adds to the agent's environment, last (repeatable)\n"
     "      --keep                keep the cwd and the sessions root\n"
+    "      --provider-script FILE   record mode: replay-serve on FILE is the provider\n"
     "  -h, --help, --version\n"
     "Exit status: 0 the run completed, 1 the scenario failed, 2 trouble.\n";
 
 // The options that are not the run's own.
 typedef struct {
     const char *profile, *out, *wp;
+    const char *provider;                      // --provider-script
     long timeout, rpc_timeout, exit_timeout;   // -1: not given
     char **env; size_t nenv;                   // --env K=V, in order
 } opts;
@@ -62,7 +65,7 @@ static void options(int argc, char **argv, opts *o, run *r)
         { "record", no_argument, 0, 'r' }, { "timeout", required_argument, 0, 't' },
         { "rpc-timeout", required_argument, 0, 'R' }, { "exit-timeout", required_argument, 0, 'x' },
         { "workspace-parent", required_argument, 0, 'w' }, { "env", required_argument, 0, 'e' },
-        { "keep", no_argument, 0, 'k' }, { "help", no_argument, 0, 'h' }, { "version", no_argument, 0, 'V' },
+        { "keep", no_argument, 0, 'k' }, { "provider-script", required_argument, 0, 'P' }, { "help", no_argument, 0, 'h' }, { "version", no_argument, 0, 'V' },
         { 0, 0, 0, 0 } };
     for (int ch; (ch = getopt_long(argc, argv, "p:o:re:h", lo, NULL)) != -1;) {
         switch (ch) {
@@ -79,12 +82,14 @@ static void options(int argc, char **argv, opts *o, run *r)
             o->env[o->nenv++] = optarg;
             break;
         case 'k': r->keep = 1; break;
+        case 'P': o->provider = optarg; break;
         case 'h': as_usage_exit(USAGE, 0);
         case 'V': as_version_exit();
         default: as_usage_exit(USAGE, AS_TROUBLE);
         }
     }
     if (argc - optind != 1 || !o->profile || !o->out) as_usage_exit(USAGE, AS_TROUBLE);
+    if (o->provider && !r->record) as_die(AS_TROUBLE, "--provider-script needs --record");
 }
 
 // The option, else the profile's, else the default.
@@ -249,6 +254,7 @@ int main(int argc, char **argv)
     make_spill_root(&r);
     make_profile_dirs(&r);
     if (!r.record && r.pf.serve) start_serve(&r, script);
+    else if (o.provider) start_provider(&r, o.provider);
     char **envp = agent_env(&r, row, o.env, o.nenv);
     r.envp = envp;
     long t0 = as_now_ms();

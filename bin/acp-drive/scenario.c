@@ -467,6 +467,15 @@ void start_serve(run *r, const char *script)
     as_buf_free(&port);
 }
 
+// Record mode: replay-serve on an authored provider script is the provider,
+// started here so that a hang's readyFile lands in the agent's cwd, where
+// waitForFile looks; ACPSNAP_PROVIDER_KEY is its literal, no key.
+void start_provider(run *r, const char *script)
+{
+    start_serve(r, script);
+    vars_set(&r->vs, "ACPSNAP_PROVIDER_KEY", "replay-serve");
+}
+
 // Stops replay-serve: 1 and its stderr in err when it reported failures.
 int stop_serve(run *r, as_buf *err)
 {

@@ -269,11 +269,12 @@ static void bound_output(struct term *t)
     t->truncated = 1;
 }
 
-// Reads what the terminal wrote; reaps it.
+// Reads what the terminal wrote (a bounded amount a call: a command that
+// writes without end cannot hold the pump); reaps it.
 static void term_poll(struct term *t)
 {
     char buf[65536];
-    while (t->fd >= 0) {
+    for (int reads = 0; t->fd >= 0 && reads < 64; reads++) {
         ssize_t k = read(t->fd, buf, sizeof buf);
         if (k > 0) { as_buf_put(&t->out, buf, (size_t)k); bound_output(t); continue; }
         if (k < 0 && (errno == EAGAIN || errno == EINTR)) break;

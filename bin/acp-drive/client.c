@@ -396,7 +396,8 @@ static void term_create(const req *q)
     else if (cwd && !(rel = confine(r, cwd, 1, &why)) && why)
         answer_error(r, q->id, q->idlen, E_PARAMS, "%.200s: refused: %s", cwd, why);
     else {
-        int dirfd = rel ? as_open_under(r->cwd, rel, O_RDONLY | O_DIRECTORY, 0) : open(r->cwd, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        int dirfd = rel ? as_open_under(r->cwd, rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0)
+                        : open(r->cwd, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (dirfd < 0) answer_errno(q, cwd ? cwd : r->cwd, errno);
         else {
             size_t n = 1;

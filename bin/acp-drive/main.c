@@ -65,7 +65,8 @@ static void options(int argc, char **argv, opts *o, run *r)
         { "record", no_argument, 0, 'r' }, { "timeout", required_argument, 0, 't' },
         { "rpc-timeout", required_argument, 0, 'R' }, { "exit-timeout", required_argument, 0, 'x' },
         { "workspace-parent", required_argument, 0, 'w' }, { "env", required_argument, 0, 'e' },
-        { "keep", no_argument, 0, 'k' }, { "provider-script", required_argument, 0, 'P' }, { "help", no_argument, 0, 'h' }, { "version", no_argument, 0, 'V' },
+        { "keep", no_argument, 0, 'k' }, { "provider-script", required_argument, 0, 'P' },
+        { "help", no_argument, 0, 'h' }, { "version", no_argument, 0, 'V' },
         { 0, 0, 0, 0 } };
     for (int ch; (ch = getopt_long(argc, argv, "p:o:re:h", lo, NULL)) != -1;) {
         switch (ch) {

@@ -177,7 +177,7 @@ static int env_reserved(const char *k)
     static const char *const names[] = {
         "PATH", "HOME", "TMPDIR", "SHELL", "IFS", "ENV", "BASH_ENV", "CDPATH", "PS4", "SHELLOPTS",
         "BASHOPTS", "GLOBIGNORE", "ACPSNAP_SNAPSHOT", "ACPSNAP_SCENARIO", "ACPSNAP_SCENARIO_DIR",
-        "ACPSNAP_CWD", "ACPSNAP_SESSIONS_ROOT", "ACPSNAP_SPILL_ROOT", "ACPSNAP_OUT", "ACPSNAP_CONFIG_PATH",
+        "ACPSNAP_CWD", "ACPSNAP_SESSIONS_ROOT", "ACPSNAP_RUN_ROOT", "ACPSNAP_SPILL_ROOT", "ACPSNAP_OUT", "ACPSNAP_CONFIG_PATH",
         "ACPSNAP_FIXTURE", "ACPSNAP_OVERRIDE", "ACPSNAP_CHILD_FIXTURES", "ACPSNAP_REPLAY_SCRIPT",
         "ACPSNAP_PROVIDER_URL", "ACPSNAP_PROVIDER_KEY", NULL,
     };
@@ -603,6 +603,29 @@ static void check_step(as_input *in, int st, size_t idx, as_report_fn fn, void *
     if (*problems == before) in->steps[in->nsteps++] = step;
 }
 
+// "client": the client capabilities the drive advertises and serves for this
+// scenario, an array of distinct "fs-read", "fs-write", "terminal" (maybe
+// empty). Returns the number of problems.
+static size_t check_client(as_input *in, int c, as_report_fn fn, void *ctx, as_buf *msg)
+{
+    const as_json *j = &in->j;
+    static const char *const names[] = { "fs-read", "fs-write", "terminal" };
+    int ok = j->t[c].type == AS_JARR;
+    if (ok) in->client = as_xmalloc((j->t[c].count + 1) * sizeof(char *));
+    for (int e = ok ? as_json_first(j, c) : -1; ok && e >= 0; e = as_json_nextel(j, e)) {
+        int known = 0;
+        for (size_t i = 0; i < 3 && j->t[e].type == AS_JSTR; i++) known |= as_json_streq(j, e, names[i]);
+        for (size_t i = 0; known && i < in->nclient; i++) known = !as_json_streq(j, e, in->client[i]);
+        if (!known) ok = 0;
+        else in->client[in->nclient++] = tokstr(j, e);
+    }
+    in->has_client = 1;
+    if (ok) return 0;
+    as_buf_puts(msg, "\"client\" must be an array of distinct \"fs-read\", \"fs-write\", \"terminal\"");
+    report(fn, ctx, in->path, as_line_of(j->s, j->t[c].start), msg);
+    return 1;
+}
+
 size_t as_input_load(const char *path, as_input *in, as_report_fn fn, void *ctx)
 {
     memset(in, 0, sizeof *in);
@@ -624,14 +647,15 @@ size_t as_input_load(const char *path, as_input *in, as_report_fn fn, void *ctx)
         as_buf_free(&msg);
         return 1;
     }
-    int steps = -1, answers = -1;
+    int steps = -1, answers = -1, client = -1;
     for (int k = as_json_firstkey(j, 0); k >= 0; k = as_json_nextkey(j, k)) {
         if (as_json_streq(j, k, "steps")) steps = k + 1;
         else if (as_json_streq(j, k, "permissionAnswers")) answers = k + 1;
+        else if (as_json_streq(j, k, "client")) client = k + 1;
         else {
             as_buf_puts(&msg, "unknown top-level field ");
             as_buf_put(&msg, as_tok_p(j, k), as_tok_len(j, k) > 60 ? 60 : as_tok_len(j, k));
-            as_buf_puts(&msg, "; the script has \"steps\" and \"permissionAnswers\"");
+            as_buf_puts(&msg, "; the script has \"steps\", \"permissionAnswers\" and \"client\"");
             report(fn, ctx, path, as_line_of(j->s, j->t[k].start), &msg); problems++;
         }
     }
@@ -665,6 +689,7 @@ size_t as_input_load(const char *path, as_input *in, as_report_fn fn, void *ctx)
             report(fn, ctx, path, as_line_of(j->s, j->t[answers].start), &msg); problems++;
         }
     }
+    if (client >= 0) problems += check_client(in, client, fn, ctx, &msg);
     as_buf_free(&msg);
     return problems;
 }
@@ -689,7 +714,9 @@ size_t as_input_log_waits(const as_input *in, as_report_fn fn, void *ctx)
 void as_input_free(as_input *in)
 {
     for (size_t i = 0; i < in->nanswers; i++) free(in->answers[i]);
+    for (size_t i = 0; i < in->nclient; i++) free(in->client[i]);
     free(in->answers);
+    free(in->client);
     free(in->steps);
     as_json_free(&in->j);
     as_buf_free(&in->src);

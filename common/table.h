@@ -110,6 +110,8 @@ typedef struct {
     as_json j;                    // root 0: the script object
     as_step *steps; size_t nsteps;
     char **answers; size_t nanswers;   // permissionAnswers kinds, FIFO order
+    char **client; size_t nclient;     // "client" capability names, as written
+    int has_client;                    // … the field is present (maybe empty)
 } as_input;
 
 // Reads and validates path. Invalid JSON is a reported problem here (input.json

@@ -296,3 +296,123 @@ no room in acp-snap-cwd"
     assert_equal "$stderr" "acp-drive: s: the prepare hook $BATS_TEST_TMPDIR/./prep.sh did not finish within 200 ms (killed)"
     no_leftovers
 }
+
+@test "acp-drive: the stop policy: SIGTERM after term-timeout is a clean stop" {
+    input '{"steps":[{"op":"initialize"}]}'
+    printf 'term-timeout = 100\n' >> fake.profile
+    t0=$(date +%s%N)
+    FAKE_NOEXIT=1 run -0 --separate-stderr acp-drive -p fake.profile -o out --exit-timeout 20000 snap/s
+    assert_equal "$stderr" ''
+    ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+    [ "$ms" -lt 10000 ] || { echo "took $ms ms"; false; }
+    run -0 jq -c '.exitCode' out/run.json
+    assert_output '-1'
+    no_leftovers
+}
+
+@test "acp-drive: the default stop policy sends SIGTERM after 2000 ms" {
+    input '{"steps":[{"op":"initialize"}]}'
+    t0=$(date +%s%N)
+    FAKE_NOEXIT=1 run -0 --separate-stderr acp-drive -p fake.profile -o out --exit-timeout 30000 snap/s
+    assert_equal "$stderr" ''
+    ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+    [ "$ms" -ge 1900 ] && [ "$ms" -lt 20000 ] || { echo "took $ms ms"; false; }
+}
+
+@test "acp-drive: an agent that ignores SIGTERM is killed at the exit timeout and fails at shutdown" {
+    input '{"steps":[{"op":"initialize"},{"op":"newSession"}]}'
+    printf 'term-timeout = 100\nexit-timeout = 600\n' >> fake.profile
+    FAKE_NOEXIT=term run -1 --separate-stderr acp-drive -p fake.profile -o out snap/s
+    assert_equal "${stderr%%$'\n'*}" 'acp-drive: s: at shutdown, after the last step: the agent did not exit within 600 ms of stdin closing, nor within 500 ms of SIGTERM (killed)'
+    [[ $stderr == *$'\n''acp-drive: s: agent killed by signal 9 (Killed)'$'\n'* ]]
+    # term-timeout = none: no SIGTERM at all, and a SIGTERM exit is no longer ours
+    printf 'term-timeout = none\nexit-timeout = 300\n' >> fake.profile
+    FAKE_NOEXIT=1 run -1 --separate-stderr acp-drive -p fake.profile -o out snap/s
+    assert_equal "${stderr%%$'\n'*}" 'acp-drive: s: at shutdown, after the last step: the agent did not exit within 300 ms of stdin closing (killed)'
+    printf 'term-timeout = soon\n' >> fake.profile
+    run -2 --separate-stderr acp-drive -p fake.profile -o out snap/s
+    assert_equal "$stderr" 'acp-drive: fake.profile:8: term-timeout must be a positive number of milliseconds'
+    no_leftovers
+}
+
+@test "acp-drive: a prompt that fails while promptAndCancel waits ends the step at once" {
+    input '{"steps":[{"op":"initialize"},{"op":"newSession"},{"op":"promptAndCancel","text":"fail: now","waitForFile":{"path":".ready","timeoutMs":20000}}]}'
+    t0=$(date +%s%N)
+    run -1 --separate-stderr acp-drive -p fake.profile -o out --timeout 20000 snap/s
+    ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+    assert_equal "${stderr%%$'\n'*}" 'acp-drive: snap/s/input.json:1: step 2 (promptAndCancel): session/prompt failed: model exploded'
+    [ "$ms" -lt 10000 ] || { echo "took $ms ms"; false; }
+    # the same without a ready file: the durable turn/start wait ends too
+    input '{"steps":[{"op":"initialize"},{"op":"newSession"},{"op":"prompt","text":"one"},{"op":"promptAndCancel","text":"fail: now"}]}'
+    run -1 --separate-stderr acp-drive -p fake.profile -o out --timeout 20000 snap/s
+    assert_equal "${stderr%%$'\n'*}" 'acp-drive: snap/s/input.json:1: step 3 (promptAndCancel): session/prompt failed: model exploded'
+}
+
+@test "acp-drive: mkdir creates directories in the run root, named by \${ACPSNAP_RUN_ROOT}" {
+    input '{"steps":[{"op":"initialize"},{"op":"newSession"},{"op":"prompt","text":"env: CODEX_HOME"},{"op":"prompt","text":"env: ACPSNAP_RUN_ROOT"}]}'
+    printf 'mkdir = codex-home/state\nmkdir = codex-home\nenv = CODEX_HOME=${ACPSNAP_RUN_ROOT}/codex-home\n' >> fake.profile
+    run -0 acp-drive -p fake.profile -o out --keep snap/s
+    run -0 jq -r 'select(.method) | .params.update.content.text' out/stdout.raw.jsonl
+    root=$(sed -n 's/^echo: //p' <<<"$output" | tail -1)
+    [[ $root == "$TMPDIR"/acp-snap-run-* ]]
+    assert_output "echo: $root/codex-home
+echo: $root"
+    [ -d "$root/codex-home/state" ]
+    for bad in ../up /abs a/./b; do
+        printf 'command = x\nmkdir = %s\n' "$bad" > bad.profile
+        run -2 --separate-stderr acp-drive -p bad.profile -o out snap/s
+        case $bad in
+        ../up) assert_equal "$stderr" 'acp-drive: bad.profile:2: mkdir "../up": a '\''.'\'' or '\''..'\'' component in a path' ;;
+        /abs) assert_equal "$stderr" 'acp-drive: bad.profile:2: mkdir "/abs": an absolute path' ;;
+        *) assert_equal "$stderr" 'acp-drive: bad.profile:2: mkdir "a/./b": a '\''.'\'' or '\''..'\'' component in a path' ;;
+        esac
+    done
+}
+
+@test "acp-drive: include reads a profile in place, relative to the including one; cycles are trouble" {
+    input '{"steps":[{"op":"initialize"},{"op":"newSession"},{"op":"prompt","text":"env: FROM"},{"op":"prompt","text":"env: BASE_ONLY"}]}'
+    mkdir -p base/agent
+    cp "$ROOT/test/helpers/fake-agent" base/agent/run
+    printf 'command = ./agent/run\nharvest = */*/session.jsonl\nspill-root = tmpdir\nenv = FROM=base\nenv = BASE_ONLY=${ACPSNAP_SCENARIO}\n' > base/base.profile
+    printf 'include = base/base.profile\nenv = FROM=top\n' > top.profile
+    run -0 acp-drive -p top.profile -o out snap/s
+    run -0 jq -r 'select(.method) | .params.update.content.text' out/stdout.raw.jsonl
+    assert_output $'echo: top\necho: s'
+    # an error in an included file names that file
+    printf 'bogus = 1\n' >> base/base.profile
+    run -2 --separate-stderr acp-drive -p top.profile -o out snap/s
+    assert_equal "$stderr" 'acp-drive: base/base.profile:6: unknown key "bogus"'
+    printf 'include = b.profile\n' > a.profile
+    printf 'command = x\ninclude = a.profile\n' > b.profile
+    run -2 --separate-stderr acp-drive -p a.profile -o out snap/s
+    assert_equal "$stderr" 'acp-drive: b.profile:2: include "a.profile" makes a cycle'
+    printf 'include = a.profile\n' > self.profile
+    printf 'include = self.profile\n' > a.profile
+    run -2 --separate-stderr acp-drive -p self.profile -o out snap/s
+    assert_equal "$stderr" 'acp-drive: a.profile:1: include "self.profile" makes a cycle'
+    for i in 1 2 3 4 5 6 7 8 9; do printf 'include = d%d.profile\n' $((i + 1)) > d$i.profile; done
+    printf 'command = x\n' > d10.profile
+    run -2 --separate-stderr acp-drive -p d1.profile -o out snap/s
+    assert_equal "$stderr" 'acp-drive: d9.profile:1: include "d10.profile": nested deeper than 8'
+    printf 'include = missing.profile\n' > m.profile
+    run -2 --separate-stderr acp-drive -p m.profile -o out snap/s
+    assert_equal "$stderr" 'acp-drive: m.profile:1: include "missing.profile": No such file or directory'
+    no_leftovers
+}
+
+@test "acp-drive: --provider-script: in record mode replay-serve on it is the provider, a hang's readyFile in the agent's cwd" {
+    [ -x "$BIN/acpsnap-agent" ] || skip "the reference agent is not built"
+    # a hang, cancelled once its readyFile is there (as scenarios/cancel-hang)
+    input '{"steps":[{"op":"initialize"},{"op":"newSession"},{"op":"promptAndCancel","text":"go","waitForFile":{"path":".acpsnap-stream-ready"}},{"op":"waitForTurnEnd"}]}'
+    printf '%s\n' '{"kind":"hang","readyFile":".acpsnap-stream-ready"}' > provider.jsonl
+    run -0 --separate-stderr acp-drive --record --provider-script provider.jsonl --timeout 5000 \
+        -p "$ROOT/scenarios/acpsnap-agent.profile" -o out snap/s
+    assert_equal "$stderr" ''
+    run -0 jq -c 'select(.id == 2) | .result' out/stdout.raw.jsonl
+    assert_output '{"stopReason":"cancelled"}'
+    [ -s out/replay-serve.log ]
+    [ ! -e .acpsnap-stream-ready ]
+    run -2 --separate-stderr acp-drive --provider-script provider.jsonl -p fake.profile -o out snap/s
+    assert_equal "$stderr" 'acp-drive: --provider-script needs --record'
+    no_leftovers
+}

@@ -484,6 +484,17 @@ fixture-guard: s/no-model: a symbolic link; a scenario directory is a directory 
     guard_says 'fixture-guard: s/no-model/input.json:1: permissionAnswers[0] must be {"kind": "allow_once"|"allow_always"|"reject_once"|"reject_always"}'
 }
 
+@test "a bad client list, and a good one" {
+    echo '{"steps":[],"client":["fs-read","disk"]}' > s/no-model/input.json
+    guard_says 'fixture-guard: s/no-model/input.json:1: "client" must be an array of distinct "fs-read", "fs-write", "terminal"'
+    echo '{"steps":[],"client":"terminal"}' > s/no-model/input.json
+    guard_says 'fixture-guard: s/no-model/input.json:1: "client" must be an array of distinct "fs-read", "fs-write", "terminal"'
+    echo '{"steps":[],"colour":1}' > s/no-model/input.json
+    guard_says 'fixture-guard: s/no-model/input.json:1: unknown top-level field "colour"; the script has "steps", "permissionAnswers" and "client"'
+    echo '{"steps":[],"client":["terminal","fs-write"]}' > s/no-model/input.json
+    run -0 fixture-guard s
+}
+
 @test "an input.json that is not JSON" {
     echo '{"steps":[' > s/no-model/input.json
     guard_says 'fixture-guard: s/no-model/input.json:2: invalid JSON: unexpected end of input'

@@ -48,6 +48,7 @@ static char *spawn_cmd(char *const argv[], const char *cwd, int *fin, int *fout,
     *pid = fork();
     if (*pid < 0) as_die_sys("fork");
     if (*pid == 0) {
+        setpgid(0, 0);      // its own process group: the stop policy signals it whole
         dup2(in[0], 0); dup2(out[1], 1); dup2(err[1], 2);
         signal(SIGPIPE, SIG_DFL);
         if (cwd && chdir(cwd)) { int e = errno; if (write(ex[1], &e, sizeof e)) {} _exit(127); }
@@ -56,6 +57,7 @@ static char *spawn_cmd(char *const argv[], const char *cwd, int *fin, int *fout,
         if (write(ex[1], &e, sizeof e)) {}
         _exit(127);
     }
+    setpgid(*pid, *pid);
     close(in[0]); close(out[1]); close(err[1]); close(ex[1]);
     int e = 0;
     ssize_t k = read(ex[0], &e, sizeof e);
@@ -83,7 +85,7 @@ char *start_agent(run *r, char **envp)
 }
 
 // ---------------------------------------------------------------- writing
-static void send_line(run *r, const as_buf *b)
+void send_line(run *r, const as_buf *b)
 {
     if (r->fin < 0) return;
     as_buf l = {0};
@@ -171,9 +173,11 @@ static void answer_permission(run *r, const as_json *j, as_buf *b)
     as_buf_free(&offered);
 }
 
-// Answers an agent request: permission by the scripted kind, else "method not found".
+// Answers an agent request: permission by the scripted kind, a selected
+// client method (client.c), else "method not found".
 static void answer_agent(run *r, const as_json *j, int id, int method)
 {
+    if (client_serve(r, j, id, method)) return;
     as_buf b = {0};
     as_buf_puts(&b, "{\"jsonrpc\":\"2.0\",\"id\":");
     as_buf_put(&b, as_tok_p(j, id), as_tok_len(j, id));
@@ -232,8 +236,13 @@ static void on_frame(run *r, const char *p, size_t n)
     }
     if (stray_error(r, j, id)) return;
     int64_t rid;
-    if (id >= 0 && as_json_int(j, id, &rid) && rid >= 0 && (size_t)rid < r->nresp && !r->resp[rid])
+    if (id >= 0 && as_json_int(j, id, &rid) && rid >= 0 && (size_t)rid < r->nresp && !r->resp[rid]) {
         r->resp[rid] = strndup(p, n);
+        as_buf msg = {0};
+        if (rid == r->watch_id && response_error(r->resp[rid], &msg))
+            fail(r, "%s failed: %s", r->watch_method, msg.p ? msg.p : "");
+        as_buf_free(&msg);
+    }
 }
 
 static void read_stdout(run *r)
@@ -287,6 +296,7 @@ void pump(run *r, int wait_ms)
         if (io >= 0 && p[io].revents) read_stdout(r);
         if (ie >= 0 && p[ie].revents) read_stderr(r);
     }
+    if (r->nterms) client_poll(r);
     reap(r);
 }
 
@@ -340,29 +350,49 @@ int wait_until(run *r, cond_fn cond, const void *ctx, long timeout, const char *
 }
 
 // ---------------------------------------------------------------- the end
+// The agent and whatever it started in its process group.
 static void kill_agent(run *r)
 {
+    kill(-r->pid, SIGKILL);
     kill(r->pid, SIGKILL);
     waitpid(r->pid, &r->status, 0);
     r->exited = 1;
 }
 
-// Closes its stdin and waits (exit timeout) for the exit and both pipes'
-// end; an agent that does not exit is killed, and the run fails.
+// The stop policy (acpsnap-profile(5)): its stdin closed; after the term
+// timeout (when shorter than the exit timeout) SIGTERM to its process
+// group; at the exit timeout, counted from stdin closing, SIGKILL, and the
+// run fails. Waits for the exit and both pipes' end.
 void stop_agent(run *r)
 {
     if (r->fin >= 0) { close(r->fin); r->fin = -1; }
-    long deadline = as_now_ms() + r->exit_timeout;
+    long t0 = as_now_ms(), deadline = t0 + r->exit_timeout;
+    long term_at = r->term_timeout > 0 && r->term_timeout < r->exit_timeout ? t0 + r->term_timeout : -1;
     while (!(r->exited && r->out_eof && r->err_eof)) {
-        if (as_now_ms() >= deadline) {
+        long now = as_now_ms();
+        if (term_at >= 0 && !r->termed && !r->exited && now >= term_at) {
+            kill(-r->pid, SIGTERM);
+            r->termed = 1;
+        }
+        if (now >= deadline) {
             if (!r->exited) {
                 kill_agent(r);
-                fail(r, "the agent did not exit within %ld ms of stdin closing (killed)", r->exit_timeout);
+                if (r->termed)
+                    fail(r, "the agent did not exit within %ld ms of stdin closing, nor within %ld ms of SIGTERM (killed)",
+                         r->exit_timeout, r->exit_timeout - r->term_timeout);
+                else
+                    fail(r, "the agent did not exit within %ld ms of stdin closing (killed)", r->exit_timeout);
             }
             break;     // a descendant may hold the pipes: stop reading
         }
         pump(r, 10);
     }
+}
+
+int clean_exit(const run *r)
+{
+    if (WIFEXITED(r->status)) return WEXITSTATUS(r->status) == 0;
+    return r->termed && WIFSIGNALED(r->status) && WTERMSIG(r->status) == SIGTERM;
 }
 
 // After a failure: the agent killed, then what it wrote drained; a

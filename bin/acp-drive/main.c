@@ -22,7 +22,8 @@
 
 static const char USAGE[] =
     "usage: acp-drive -p PROFILE -o OUTDIR [--record] [--timeout MS] [--rpc-timeout MS]\n"
-    "          [--exit-timeout MS] [--workspace-parent DIR] [--env K=V]... [--keep] SCENARIO_DIR\n"
+    "          [--exit-timeout MS] [--workspace-parent DIR] [--env K=V]... [--keep]\n"
+    "          [--provider-script FILE] SCENARIO_DIR\n"
     "Runs one scenario against an agent: a fresh cwd with workspace/ copied in,\n"
     "the agent booted through its profile (acpsnap-profile(5)), input.json driven\n"
     "over ACP, raw stdout captured, the session logs harvested, and run.json\n"
@@ -36,12 +37,14 @@ static const char USAGE[] =
     "      --workspace-parent DIR   overrides the table's workspaceParent\n"
     "  -e, --env K=V             adds to the agent's environment, last (repeatable)\n"
     "      --keep                keep the cwd and the sessions root\n"
+    "      --provider-script FILE   record mode: replay-serve on FILE is the provider\n"
     "  -h, --help, --version\n"
     "Exit status: 0 the run completed, 1 the scenario failed, 2 trouble.\n";
 
 // The options that are not the run's own.
 typedef struct {
     const char *profile, *out, *wp;
+    const char *provider;                      // --provider-script
     long timeout, rpc_timeout, exit_timeout;   // -1: not given
     char **env; size_t nenv;                   // --env K=V, in order
 } opts;
@@ -62,7 +65,8 @@ static void options(int argc, char **argv, opts *o, run *r)
         { "record", no_argument, 0, 'r' }, { "timeout", required_argument, 0, 't' },
         { "rpc-timeout", required_argument, 0, 'R' }, { "exit-timeout", required_argument, 0, 'x' },
         { "workspace-parent", required_argument, 0, 'w' }, { "env", required_argument, 0, 'e' },
-        { "keep", no_argument, 0, 'k' }, { "help", no_argument, 0, 'h' }, { "version", no_argument, 0, 'V' },
+        { "keep", no_argument, 0, 'k' }, { "provider-script", required_argument, 0, 'P' },
+        { "help", no_argument, 0, 'h' }, { "version", no_argument, 0, 'V' },
         { 0, 0, 0, 0 } };
     for (int ch; (ch = getopt_long(argc, argv, "p:o:re:h", lo, NULL)) != -1;) {
         switch (ch) {
@@ -79,12 +83,14 @@ static void options(int argc, char **argv, opts *o, run *r)
             o->env[o->nenv++] = optarg;
             break;
         case 'k': r->keep = 1; break;
+        case 'P': o->provider = optarg; break;
         case 'h': as_usage_exit(USAGE, 0);
         case 'V': as_version_exit();
         default: as_usage_exit(USAGE, AS_TROUBLE);
         }
     }
     if (argc - optind != 1 || !o->profile || !o->out) as_usage_exit(USAGE, AS_TROUBLE);
+    if (o->provider && !r->record) as_die(AS_TROUBLE, "--provider-script needs --record");
 }
 
 // The option, else the profile's, else the default.
@@ -95,6 +101,7 @@ static void set_timeouts(run *r, const opts *o)
     r->rpc_timeout = o->rpc_timeout > 0 ? o->rpc_timeout
                    : pf->rpc_timeout > 0 ? pf->rpc_timeout : (r->record ? 600000 : 60000);
     r->exit_timeout = o->exit_timeout > 0 ? o->exit_timeout : pf->exit_timeout > 0 ? pf->exit_timeout : 10000;
+    r->term_timeout = pf->term_timeout >= 0 ? pf->term_timeout : 2000;
 }
 
 // ---------------------------------------------------------------- the end of the run
@@ -119,7 +126,7 @@ static int report(const run *r, size_t si)
         as_warn_at(r->input_path, sp->line, 0, "step %zu (%s): %s", si - 1, as_op_name(sp->op), r->fail);
     } else if (r->fail) {
         as_warn("%s: at shutdown, after the last step: %s", r->name, r->fail);
-    } else if (!(WIFEXITED(r->status) && WEXITSTATUS(r->status) == 0)) {
+    } else if (!clean_exit(r)) {
         char *d = describe_status(r->status);
         as_warn("%s: the agent failed at shutdown: %s", r->name, d);
         free(d);
@@ -183,7 +190,8 @@ static int run_agent(run *r, char **envp)
 // No stray agent, server or temporary directory survives acp-drive.
 static void cleanup(const run *r)
 {
-    if (r->pid > 0 && !r->exited) { kill(r->pid, SIGKILL); waitpid(r->pid, NULL, 0); }
+    if (r->pid > 0 && !r->exited) { kill(-r->pid, SIGKILL); kill(r->pid, SIGKILL); waitpid(r->pid, NULL, 0); }
+    client_end(r);
     if (r->serve_pid > 0) { kill(r->serve_pid, SIGKILL); waitpid(r->serve_pid, NULL, 0); }
     if (r->spill_root) rm_rf(r->spill_root);     // ours (locked): --keep would leave it to the next run
     if (r->spill_fd >= 0) close(r->spill_fd);
@@ -202,6 +210,7 @@ static void release(run *r, char **envp)
 {
     if (r->raw) fclose(r->raw);
     cleanup(r);
+    client_free(r);
     exiting = NULL;
     if (r->keep) as_warn("kept %s and %s", r->cwd, r->tmp_root);
     for (size_t i = 0; i < r->nresp; i++) free(r->resp[i]);
@@ -225,7 +234,7 @@ static void release(run *r, char **envp)
 
 int main(int argc, char **argv)
 {
-    run r = { .fin = -1, .fout = -1, .ferr = -1, .pidfd = -1, .spill_fd = -1,
+    run r = { .fin = -1, .fout = -1, .ferr = -1, .pidfd = -1, .spill_fd = -1, .watch_id = -1,
               .t_prepare = -1, .t_boot = -1, .t_exit = -1, .t_harvest = -1 };
     opts o = { .timeout = -1, .rpc_timeout = -1, .exit_timeout = -1 };
     as_setprog(argv[0]);
@@ -243,9 +252,13 @@ int main(int argc, char **argv)
     profile_load(&r.pf, o.profile, r.record, &r.vs);
     check_tier_profile(&r);
     set_timeouts(&r, &o);
+    client_select(&r);
     make_spill_root(&r);
+    make_profile_dirs(&r);
     if (!r.record && r.pf.serve) start_serve(&r, script);
+    else if (o.provider) start_provider(&r, o.provider);
     char **envp = agent_env(&r, row, o.env, o.nenv);
+    r.envp = envp;
     long t0 = as_now_ms();
     int rc = run_prepare(&r, row, envp);
     if (row && row->prepareWorkspace) r.t_prepare = as_now_ms() - t0;

@@ -1,8 +1,10 @@
 // profile.c - variables, their ${NAME} expansion, and the agent's profile
 // (acpsnap-profile(5)): key = value lines, # comments.
 #include "drive.h"
+#include "confine.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -150,7 +152,9 @@ static void add_env(profile *pf, const char *key, const char *val, int record, l
     if (!eq || eq == val + (*val == '?')) as_die_at(pf->path, line, 0, "%s must be NAME=VALUE or ?NAME=VALUE", key);
     pf->env = as_xrealloc(pf->env, (pf->nenv + 1) * sizeof *pf->env);
     pf->env_line = as_xrealloc(pf->env_line, (pf->nenv + 1) * sizeof *pf->env_line);
+    pf->env_file = as_xrealloc(pf->env_file, (pf->nenv + 1) * sizeof *pf->env_file);
     pf->env_line[pf->nenv] = line;
+    pf->env_file[pf->nenv] = as_xstrdup(pf->path);
     pf->env[pf->nenv++] = as_xstrdup(val);
 }
 
@@ -181,8 +185,69 @@ static void set_spill_root(profile *pf, const char *val, long line)
     else as_die_at(pf->path, line, 0, "spill-root must be tmp or tmpdir");
 }
 
+// term-timeout = MS | none (0).
+static void set_term(profile *pf, const char *val, long line)
+{
+    pf->term_timeout = !strcmp(val, "none") ? 0 : ms_value(val, pf->path, line, "term-timeout");
+}
+
+// mkdir = NAME: a directory to create beneath the run root (confine.h's rule).
+static void add_mkdir(profile *pf, const char *val, long line)
+{
+    const char *why;
+    if (as_rel_check(val, &why)) as_die_at(pf->path, line, 0, "mkdir \"%.60s\": %s", val, why);
+    pf->mkdirs = as_xrealloc(pf->mkdirs, (pf->nmkdirs + 1) * sizeof *pf->mkdirs);
+    pf->mkdirs[pf->nmkdirs++] = as_xstrdup(val);
+}
+
+unsigned client_bit(const char *w)
+{
+    return !strcmp(w, "fs-read") ? CLIENT_FS_READ : !strcmp(w, "fs-write") ? CLIENT_FS_WRITE
+         : !strcmp(w, "terminal") ? CLIENT_TERMINAL : 0;
+}
+
+// client = WORD... | none: the last line wins.
+static void set_client(profile *pf, const char *val, long line)
+{
+    char *x = as_xstrdup(val), *save = NULL;
+    unsigned bits = 0;
+    int n = 0, none = 0;
+    for (char *w = strtok_r(x, " \t", &save); w; w = strtok_r(NULL, " \t", &save), n++) {
+        unsigned b = client_bit(w);
+        if (!b && strcmp(w, "none"))
+            as_die_at(pf->path, line, 0, "client: unknown capability \"%.40s\" (fs-read, fs-write, terminal or none)", w);
+        none |= !b;
+        bits |= b;
+    }
+    free(x);
+    if (!n || (none && n > 1)) as_die_at(pf->path, line, 0, "client must be none or some of fs-read, fs-write, terminal");
+    pf->client = bits;
+    pf->client_set = 1;
+}
+
+static void load_file(profile *pf, const char *path, int record, const vars *vs, int depth);
+
+// include = FILE: relative to the including file's directory; read in
+// place, so later lines override it. Nesting is bounded; a cycle is trouble.
+enum { INCLUDE_DEPTH = 8 };
+static void include(profile *pf, const char *val, int record, const vars *vs, long line, int depth)
+{
+    if (!*val) as_die_at(pf->path, line, 0, "empty include");
+    const char *slash = strrchr(pf->path, '/');   // spelled from the including file's path, for messages
+    char *p = *val == '/' || !slash ? as_xstrdup(val) : xasprintf("%.*s/%s", (int)(slash - pf->path), pf->path, val);
+    char rp[PATH_MAX];
+    if (!realpath(p, rp)) as_die_at(pf->path, line, 0, "include \"%.60s\": %s", val, strerror(errno));
+    for (size_t i = 0; i < pf->nchain; i++)
+        if (!strcmp(pf->chain[i], rp)) as_die_at(pf->path, line, 0, "include \"%.60s\" makes a cycle", val);
+    if (depth >= INCLUDE_DEPTH) as_die_at(pf->path, line, 0, "include \"%.60s\": nested deeper than %d", val, INCLUDE_DEPTH);
+    char *path = pf->path, *dir = pf->dir;
+    load_file(pf, p, record, vs, depth + 1);
+    pf->path = path; pf->dir = dir;
+    free(p);
+}
+
 // One non-blank, non-comment line (trimmed).
-static void profile_line(profile *pf, char *s, int record, const vars *vs, long line)
+static void profile_line(profile *pf, char *s, int record, const vars *vs, long line, int depth)
 {
     char *eq = strchr(s, '=');
     if (!eq) as_die_at(pf->path, line, 0, "expected key = value");
@@ -199,24 +264,34 @@ static void profile_line(profile *pf, char *s, int record, const vars *vs, long 
     else if (!strcmp(key, "timeout")) pf->timeout = ms_value(val, pf->path, line, key);
     else if (!strcmp(key, "rpc-timeout")) pf->rpc_timeout = ms_value(val, pf->path, line, key);
     else if (!strcmp(key, "exit-timeout")) pf->exit_timeout = ms_value(val, pf->path, line, key);
+    else if (!strcmp(key, "term-timeout")) set_term(pf, val, line);
+    else if (!strcmp(key, "mkdir")) add_mkdir(pf, val, line);
+    else if (!strcmp(key, "client")) set_client(pf, val, line);
+    else if (!strcmp(key, "include")) include(pf, val, record, vs, line, depth);
     else as_die_at(pf->path, line, 0, "unknown key \"%.40s\"", key);
 }
 
-// The profile's path, and its directory resolved (relative words hang off it).
-static void profile_init(profile *pf, const char *path)
+// The file's path, and its directory resolved (relative words hang off it).
+// The names stay owned by the profile until profile_free.
+static void set_file(profile *pf, const char *path)
 {
-    memset(pf, 0, sizeof *pf);
-    pf->timeout = pf->rpc_timeout = pf->exit_timeout = pf->prep_timeout = -1;
     pf->path = as_xstrdup(path);
     char *slash = strrchr(pf->path, '/');
     pf->dir = slash ? strndup(pf->path, (size_t)(slash - pf->path)) : as_xstrdup(".");
     char rp[PATH_MAX];
     if (realpath(pf->dir, rp)) { free(pf->dir); pf->dir = as_xstrdup(rp); }
+    pf->names = as_xrealloc(pf->names, (pf->nnames + 2) * sizeof *pf->names);
+    pf->names[pf->nnames++] = pf->path;
+    pf->names[pf->nnames++] = pf->dir;
 }
 
-void profile_load(profile *pf, const char *path, int record, const vars *vs)
+// Reads one profile file (the top one, or an included one at depth).
+static void load_file(profile *pf, const char *path, int record, const vars *vs, int depth)
 {
-    profile_init(pf, path);
+    set_file(pf, path);
+    char rp[PATH_MAX];
+    pf->chain = as_xrealloc(pf->chain, (pf->nchain + 1) * sizeof *pf->chain);
+    pf->chain[pf->nchain++] = as_xstrdup(realpath(path, rp) ? rp : path);
     as_buf src = {0};
     as_read_file(path, &src);
     long line = 0;
@@ -226,9 +301,19 @@ void profile_load(profile *pf, const char *path, int record, const vars *vs)
         line++;
         char *s = trim(l);
         l = nl ? nl + 1 : NULL;
-        if (*s && *s != '#') profile_line(pf, s, record, vs, line);
+        if (*s && *s != '#') profile_line(pf, s, record, vs, line, depth);
     }
     as_buf_free(&src);
+    free(pf->chain[--pf->nchain]);
+}
+
+void profile_load(profile *pf, const char *path, int record, const vars *vs)
+{
+    memset(pf, 0, sizeof *pf);
+    pf->timeout = pf->rpc_timeout = pf->exit_timeout = pf->prep_timeout = pf->term_timeout = -1;
+    load_file(pf, path, record, vs, 0);
+    free(pf->chain);
+    pf->chain = NULL;
     if (!pf->argv) as_die_at(path, 0, 0, "no command");
     if (!pf->nharvest) set_harvest(pf, "*.jsonl *.jsonl.zst *.jsonl.zstd");
 }
@@ -239,6 +324,9 @@ void profile_free(profile *pf)
     free_words(pf->env, pf->nenv);
     free_words(pf->harvest, pf->nharvest);
     free_words(pf->prep, pf->nprep);
-    free(pf->prep);
-    free(pf->argv); free(pf->env); free(pf->env_line); free(pf->harvest); free(pf->path); free(pf->dir);
+    free_words(pf->env_file, pf->nenv);
+    free_words(pf->mkdirs, pf->nmkdirs);
+    free_words(pf->names, pf->nnames);
+    free(pf->prep); free(pf->env_file); free(pf->mkdirs); free(pf->names);
+    free(pf->argv); free(pf->env); free(pf->env_line); free(pf->harvest);
 }

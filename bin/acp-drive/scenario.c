@@ -175,6 +175,19 @@ void make_dirs(run *r, const char *out, const char *wp_opt, const as_scenario *r
     free(ws);
 }
 
+// The profile's mkdir lines: directories beneath the run root (mkdir -p,
+// no link followed), before the agent or the prepare hook starts.
+void make_profile_dirs(run *r)
+{
+    int fd = open(r->tmp_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) as_die_sys("open %s", r->tmp_root);
+    for (size_t i = 0; i < r->pf.nmkdirs; i++)
+        if (as_mkdirs_beneath(fd, r->pf.mkdirs[i], 1, 0700))
+            as_die(AS_TROUBLE, "%s: unable to create %s in the run root: %s", r->pf.path, r->pf.mkdirs[i],
+                   as_beneath_strerror(errno));
+    close(fd);
+}
+
 // Removes what a directory holds, not the directory.
 static void empty_dir(const char *path)
 {
@@ -266,6 +279,7 @@ void set_vars(run *r, const as_scenario *row)
     vars_set(&r->vs, "ACPSNAP_SCENARIO_DIR", r->scen_dir);
     vars_set(&r->vs, "ACPSNAP_CWD", r->cwd);
     vars_set(&r->vs, "ACPSNAP_SESSIONS_ROOT", r->sessions_root);
+    vars_set(&r->vs, "ACPSNAP_RUN_ROOT", r->tmp_root);
     vars_set(&r->vs, "ACPSNAP_OUT", r->outdir);
     if (row && row->configPath) set_config_path(r, row);
 }
@@ -314,7 +328,7 @@ char **agent_env(run *r, const as_scenario *row, char **extra, size_t nextra)
         if (strchr(*e, '=')) env_put(&env, *e);
     for (size_t i = 0; i < r->vs.n; i++) vars_set(&env, r->vs.k[i], r->vs.v[i]);
     for (size_t i = 0; i < r->pf.nenv; i++) {
-        char *x = expand(r->pf.env[i], &r->vs, r->pf.path, r->pf.env_line[i]);
+        char *x = expand(r->pf.env[i], &r->vs, r->pf.env_file[i], r->pf.env_line[i]);
         env_line(&env, x);
         free(x);
     }
@@ -488,6 +502,15 @@ void start_serve(run *r, const char *script)
     vars_set(&r->vs, "ACPSNAP_PROVIDER_URL", url);
     free(url); free(pf);
     as_buf_free(&port);
+}
+
+// Record mode: replay-serve on an authored provider script is the provider,
+// started here so that a hang's readyFile lands in the agent's cwd, where
+// waitForFile looks; ACPSNAP_PROVIDER_KEY is its literal, no key.
+void start_provider(run *r, const char *script)
+{
+    start_serve(r, script);
+    vars_set(&r->vs, "ACPSNAP_PROVIDER_KEY", "replay-serve");
 }
 
 // Stops replay-serve: 1 and its stderr in err when it reported failures.

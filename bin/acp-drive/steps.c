@@ -48,7 +48,9 @@ static char *step_str(const run *r, int obj, const char *key)
 static void do_initialize(run *r, int st, const step_kind *k)
 {
     as_buf params = {0}, msg = {0};
-    as_buf_puts(&params, "{\"protocolVersion\":1,\"clientCapabilities\":{}}");
+    as_buf_puts(&params, "{\"protocolVersion\":1,\"clientCapabilities\":");
+    client_capabilities(r, &params);
+    as_buf_putc(&params, '}');
     long id = request(r, "initialize", &params);
     const char *resp = await_response(r, id, "initialize", r->rpc_timeout);
     if (resp && response_error(resp, &msg)) fail(r, "initialize failed: %s", msg.p ? msg.p : "");
@@ -173,8 +175,11 @@ static void do_prompt_and_cancel(run *r, int st, const step_kind *k)
     as_buf params = {0}, msg = {0};
     prompt_params(r, st, 0, &params);
     long id = request(r, "session/prompt", &params);
+    r->watch_id = id;       // a prompt that fails meanwhile ends the wait at once
+    r->watch_method = "session/prompt";
     if (!wait_file_field(r, st))
         wait_log(r, W_TURNSTART, 1, NULL, 0, r->timeout, TURN_START);
+    r->watch_id = -1;
     if (!r->fail) {
         notify_cancel(r);
         const char *resp = await_response(r, id, "session/prompt", r->rpc_timeout);

@@ -494,7 +494,10 @@ static enum MHD_Result serve_entry(struct MHD_Connection *c, req *r, const as_js
 
 static enum MHD_Result serve(struct MHD_Connection *c, req *r, const char *url, const char *method)
 {
-    if (S.px) return as_proxy_serve(S.px, c, r->n, method, url, r->body.p, r->body.n, &r->status, &r->outcome);
+    if (S.px) {   // recording: the stream is answered as long as the upstream's lasts
+        conn_mark(c, 1);
+        return as_proxy_serve(S.px, c, r->n, method, url, r->body.p, r->body.n, &r->status, &r->outcome);
+    }
     if (strcmp(method, "POST") || !path_ok(url)) {
         char msg[512];
         snprintf(msg, sizeof msg, "replay-serve: no such endpoint: %s %.200s", method, url);

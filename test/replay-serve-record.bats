@@ -269,3 +269,19 @@ replay-serve: request 1: not a streaming request ("stream": true is required)'
     rm requests.log   # the upstream's own log holds the key; nothing of ours may
     no_key
 }
+
+@test "record: a stream longer than --idle-timeout is not closed for idleness" {
+    echo '{"kind":"hang"}' > script.jsonl
+    start up --idle-timeout 30 script.jsonl
+    start px --idle-timeout 1 --upstream "$up_URL" --record rec.jsonl
+    curl -sS -N --max-time 20 --data-binary "$BODY" "$px_URL/chat/completions" > p0 2>/dev/null &
+    local client=$!
+    sleep 2.5
+    kill -0 "$client"          # still streaming
+    stop px
+    assert_equal "$STATUS" 0
+    wait "$client" || true
+    run -0 jq -r .message rec.jsonl
+    assert_output 'the recording stopped before the end of the stream'
+    stop up
+}

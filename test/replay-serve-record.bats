@@ -285,3 +285,28 @@ replay-serve: request 1: not a streaming request ("stream": true is required)'
     assert_output 'the recording stopped before the end of the stream'
     stop up
 }
+
+@test "record: acp-drive --record with provider = replay-serve and ACPSNAP_UPSTREAM puts the recording proxy between the agent and the provider" {
+    command -v acpsnap-agent >/dev/null || skip "the reference agent is not built"
+    cp -r "$ROOT/scenarios" snap
+    replay-derive snap/text-turn/session.jsonl > script.jsonl
+    printf '%s\n' 'command = acpsnap-agent' 'provider = replay-serve' 'harvest = */session.jsonl */session.jsonl.zstd' \
+        'record.env = ACPSNAP_PERSISTENCE=raw' 'record.env = DEEPSEEK_BASE_URL=${ACPSNAP_PROVIDER_URL}' \
+        'record.env = DEEPSEEK_API_KEY=unused-by-the-proxy' > http.profile
+    start up script.jsonl
+    ACPSNAP_UPSTREAM=$up_URL ACPSNAP_UPSTREAM_KEY_ENV=RS_TEST_KEY run -0 acp-drive --record -p http.profile -o out snap/text-turn
+    cmp script.jsonl out/provider.jsonl
+    run -0 jq -c '[.request, .status, .outcome]' out/replay-serve.log
+    assert_output '[0,200,"complete"]'
+    stop up
+    assert_equal "$STATUS" 0
+    no_key
+    # without ACPSNAP_UPSTREAM a recording starts no replay-serve: the agent
+    # calls its provider itself (here the upstream, through the profile's fallback)
+    start up script.jsonl
+    sed -i 's|${ACPSNAP_PROVIDER_URL}|${ACPSNAP_PROVIDER_URL:-'"$up_URL"'}|' http.profile
+    run -0 acp-drive --record -p http.profile -o out2 snap/text-turn
+    [ ! -e out2/provider.jsonl ] && [ ! -e out2/replay-serve.log ]
+    stop up
+    assert_equal "$STATUS" 0
+}

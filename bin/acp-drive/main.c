@@ -243,7 +243,7 @@ int main(int argc, char **argv)
     profile_load(&r.pf, o.profile, r.record, &r.vs);
     set_timeouts(&r, &o);
     make_spill_root(&r);
-    if (!r.record && r.pf.serve) start_serve(&r, script);
+    if (r.pf.serve) start_serve(&r, script);
     char **envp = agent_env(&r, row, o.env, o.nenv);
     long t0 = as_now_ms();
     int rc = run_prepare(&r, row, envp);

@@ -86,7 +86,7 @@ static int by_request(const void *a, const void *b)
 
 void as_proxy_finish(as_proxy *px)
 {
-    qsort(px->e, px->n, sizeof *px->e, by_request);
+    if (px->n) qsort(px->e, px->n, sizeof *px->e, by_request);
     as_out *o = as_out_atomic(px->conf.record, 0);
     for (size_t i = 0; i < px->n; i++) as_out_line(o, px->e[i].json, px->e[i].len);
     as_out_commit(o);

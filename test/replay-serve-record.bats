@@ -10,7 +10,7 @@ setup_file() {
     cc -O1 -o "$BATS_FILE_TMPDIR/sse-server" "$BATS_TEST_DIRNAME/helpers/sse-server.c"
 }
 setup() { cd "$BATS_TEST_TMPDIR"; PIDS=(); export RS_TEST_KEY=sk-rec-5ecret-0042; }
-teardown() { local p; for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done; }
+teardown() { local p; for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null && wait "$p" 2>/dev/null; done; true; }
 
 # start NAME ARGS…: replay-serve in the background, stdout/stderr in NAME.out,
 # NAME.err; sets NAME_PID and NAME_URL (NAME: a shell name).
@@ -309,4 +309,22 @@ replay-serve: request 1: not a streaming request ("stream": true is required)'
     [ ! -e out2/provider.jsonl ] && [ ! -e out2/replay-serve.log ]
     stop up
     assert_equal "$STATUS" 0
+}
+
+@test "record: an error event mid-stream and an Anthropic 529 are recorded as the wire says" {
+    sse_http one < "$ROOT/test/data/wire-parse/chat-error-event.sse"
+    body='{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}'
+    printf 'HTTP/1.1 529 Site Overloaded\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s' \
+        ${#body} "$body" > two.http
+    raw_start one.http two.http
+    start px --upstream "$RAW_URL" --record rec.jsonl
+    [ "$(get "$px_URL" p1)" = 200 ]
+    [ "$(get "$px_URL" p2 /v1/messages)" = 529 ]
+    stop px
+    assert_equal "$STATUS" 0
+    cmp p1 "$ROOT/test/data/wire-parse/chat-error-event.sse"
+    assert_equal "$(cat p2)" "$body"
+    { cat "$ROOT/test/data/wire-parse/chat-error-event.json"
+      echo '{"kind":"throw","chunks":[],"message":"Overloaded","code":"SERVER_OVERLOADED","status":529}'; } > want.jsonl
+    cmp want.jsonl rec.jsonl
 }

@@ -328,3 +328,27 @@ replay-serve: request 1: not a streaming request ("stream": true is required)'
       echo '{"kind":"throw","chunks":[],"message":"Overloaded","code":"SERVER_OVERLOADED","status":529}'; } > want.jsonl
     cmp want.jsonl rec.jsonl
 }
+
+@test "record: acpsnap-record through the proxy writes the scenario's provider.jsonl beside its fixtures" {
+    [ -x "$BIN/acpsnap-agent" ] || skip "the reference agent is not built"
+    export TMPDIR=$BATS_TEST_TMPDIR/tmp
+    mkdir -p "$TMPDIR" snap/text-turn
+    printf '%s\n' '{"name":"text-turn","hasModelTurn":true,"recorded":true,"pinsHeader":true}' > snap/scenarios.jsonl
+    cp "$ROOT/scenarios/text-turn/input.json" snap/text-turn/
+    replay-derive "$ROOT/scenarios/text-turn/session.jsonl" > script.jsonl
+    printf '%s\n' "command = $BIN/acpsnap-agent" 'provider = replay-serve' 'harvest = */session.jsonl */session.jsonl.zstd' \
+        'record.env = ACPSNAP_PERSISTENCE=raw' 'record.env = DEEPSEEK_BASE_URL=${ACPSNAP_PROVIDER_URL}' \
+        'record.env = DEEPSEEK_API_KEY=unused-by-the-proxy' 'replay.env = ACPSNAP_SNAPSHOT=live' \
+        'replay.env = DEEPSEEK_BASE_URL=${ACPSNAP_PROVIDER_URL}' 'replay.env = DEEPSEEK_API_KEY=unused' > http.profile
+    start up script.jsonl
+    CI= ACPSNAP_KEY_VAR=RS_TEST_KEY ACPSNAP_UPSTREAM=$up_URL ACPSNAP_UPSTREAM_KEY_ENV=RS_TEST_KEY \
+        run -0 acpsnap-record -d snap -p http.profile text-turn
+    assert_line --regexp '^recorded +text-turn .*\(wrote stdout.expected.jsonl session.jsonl provider.jsonl text-turn/system-prompt.expected.md text-turn/tool-schemas.expected.json\)$'
+    stop up
+    assert_equal "$STATUS" 0
+    cmp script.jsonl snap/text-turn/provider.jsonl
+    no_key
+    # the provider script now records the scenario again without the upstream
+    ACPSNAP_PROVIDER=replay-serve run -0 acpsnap-record -d snap -p http.profile text-turn
+    assert_line --regexp '^ok +text-turn .*\(recorded; unchanged\)$'
+}

@@ -352,3 +352,17 @@ replay-serve: request 1: not a streaming request ("stream": true is required)'
     ACPSNAP_PROVIDER=replay-serve run -0 acpsnap-record -d snap -p http.profile text-turn
     assert_line --regexp '^ok +text-turn .*\(recorded; unchanged\)$'
 }
+
+@test "record: a FILE that cannot be written at the end is trouble, and nothing is left" {
+    echo "$TEXT" > script.jsonl
+    start up script.jsonl
+    mkdir d
+    start px --upstream "$up_URL" --record d/rec.jsonl
+    [ "$(get "$px_URL" p0)" = 200 ]
+    rm -r d
+    stop px
+    assert_equal "$STATUS" 2
+    assert_equal "$(cat px.err)" 'replay-serve: unable to create a temporary file beside d/rec.jsonl: No such file or directory'
+    [ ! -e d ]
+    stop up
+}

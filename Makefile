@@ -40,13 +40,16 @@ CFLAGS.pthread    := -pthread
 # The agent only compiles against curl's headers: it dlopens libcurl in live
 # mode (example/model_deepseek.c), so replay never maps it.
 CFLAGS.curl       := $(call pc_cflags,libcurl)
+# replay-serve links it: its recording mode forwards to a live upstream.
+LIBS.libcurl      := $(call pc_libs,libcurl,-lcurl)
+CFLAGS.libcurl    := $(call pc_cflags,libcurl)
 
 # What each binary uses besides libacpsnap.a (keys: a tool's name,
 # acpsnap-agent, test/<unit>, fuzz/<target>). Not listed: zstd only, since
 # common/in.c reads zstd input.
 USES.default       := zstd
 USES.scrub         := zstd jq
-USES.replay-serve  := zstd microhttpd pthread
+USES.replay-serve  := zstd microhttpd pthread libcurl
 USES.acpsnap-agent := zstd curl pthread
 USES.test/json_unit :=
 USES.fuzz/json     :=

@@ -17,6 +17,7 @@
 // closed to make room, so a flood of idle sockets cannot lock a client out.
 #include "acpsnap.h"
 #include "confine.h"
+#include "proxy.h"
 #include "replay.h"
 
 #include <arpa/inet.h>
@@ -38,6 +39,7 @@ static const char USAGE[] =
     "usage: replay-serve [--port N] [--port-file FILE] [--log FILE] [--keep-alive MS]\n"
     "             [--pace MS] [--ready-dir DIR] [--created SECS] [--model NAME]\n"
     "             [--max-request-bytes N] [--max-connections N] [--idle-timeout SECS] script.jsonl\n"
+    "       replay-serve --upstream URL [--upstream-key-env NAME] --record FILE [options]\n"
     "Serves a replay script (acpsnap-replay(5)) on 127.0.0.1 as DeepSeek-compatible\n"
     "chat-completions SSE, one stream at a time, in order.\n"
     "  --port N            the port; 0 (default) picks a free one (the URL is printed)\n"
@@ -51,6 +53,9 @@ static const char USAGE[] =
     "  --max-request-bytes N  larger request bodies get 413 (default 8388608)\n"
     "  --max-connections N    connections at once (default 64)\n"
     "  --idle-timeout SECS    a connection must send its request within SECS (default 10)\n"
+    "  --upstream URL      record: forward each request to URL, answer with its stream\n"
+    "  --upstream-key-env NAME  the upstream's API key is in the environment variable NAME\n"
+    "  --record FILE       record: write a replay entry per request to FILE at the end\n"
     "  -h, --help, --version\n"
     "Exit status: 0 every entry served as scripted, 1 a failure was recorded\n"
     "(past the end, concurrent, unconsumed, not delivered), 2 trouble.\n";
@@ -85,6 +90,7 @@ static struct {
     int failures;
     size_t held;            // request body bytes held by all connections
     conn *conns; size_t nconns;
+    as_proxy *px;           // recording (--upstream): requests go to the proxy
     volatile sig_atomic_t stop;
 } S = { .busy = -1, .mu = PTHREAD_MUTEX_INITIALIZER };
 
@@ -404,6 +410,7 @@ static enum MHD_Result throw_early(struct MHD_Connection *c, req *r, const as_re
     }
     int status; const char *type;
     throw_status(e->code, &status, &type);
+    if (e->status) status = e->status;   // a recorded HTTP error keeps its status
     r->outcome = "error";
     r->deliver = 1;
     return respond_json(c, r, status, type, e->message);
@@ -487,6 +494,10 @@ static enum MHD_Result serve_entry(struct MHD_Connection *c, req *r, const as_js
 
 static enum MHD_Result serve(struct MHD_Connection *c, req *r, const char *url, const char *method)
 {
+    if (S.px) {   // recording: the stream is answered as long as the upstream's lasts
+        conn_mark(c, 1);
+        return as_proxy_serve(S.px, c, r->n, method, url, r->body.p, r->body.n, &r->status, &r->outcome);
+    }
     if (strcmp(method, "POST") || !path_ok(url)) {
         char msg[512];
         snprintf(msg, sizeof msg, "replay-serve: no such endpoint: %s %.200s", method, url);
@@ -647,6 +658,16 @@ static int write_port_file(const char *path, unsigned port)
     return rc;
 }
 
+// Recording (acpsnap-replay(5) entries from a live upstream): the options
+// belong together, and no script is served.
+static as_proxy *proxy_start(const as_proxy_conf *pc, int nargs)
+{
+    if (!pc->upstream) as_die(AS_TROUBLE, "%s needs --upstream", pc->record ? "--record" : "--upstream-key-env");
+    if (!pc->record) as_die(AS_TROUBLE, "--upstream needs --record");
+    if (nargs) as_die(AS_TROUBLE, "no script is served while recording (--upstream)");
+    return as_proxy_new(pc);
+}
+
 static struct MHD_Daemon *listen_on(long port)
 {
     struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
@@ -677,10 +698,12 @@ int main(int argc, char **argv)
         { "pace", required_argument, 0, 'd' }, { "ready-dir", required_argument, 0, 'r' },
         { "created", required_argument, 0, 'c' }, { "model", required_argument, 0, 'm' },
         { "max-request-bytes", required_argument, 0, 'B' }, { "max-connections", required_argument, 0, 'C' },
-        { "idle-timeout", required_argument, 0, 'T' },
+        { "idle-timeout", required_argument, 0, 'T' }, { "upstream", required_argument, 0, 'U' },
+        { "upstream-key-env", required_argument, 0, 'K' }, { "record", required_argument, 0, 'R' },
         { "help", no_argument, 0, 'h' }, { "version", no_argument, 0, 'V' }, { 0, 0, 0, 0 } };
     long port = 0;
     const char *port_file = NULL;
+    as_proxy_conf pc = { .stop = &S.stop };
     as_setprog(argv[0]);
     S.created = (long long)time(NULL);
     S.max_body = DEF_MAX_BODY;
@@ -699,14 +722,17 @@ int main(int argc, char **argv)
         case 'B': S.max_body = (size_t)num_arg("--max-request-bytes", optarg, 1, 1L << 30); break;
         case 'C': S.max_conns = (unsigned)num_arg("--max-connections", optarg, 1, 4096); break;
         case 'T': S.idle_ms = 1000L * num_arg("--idle-timeout", optarg, 1, 86400); break;
+        case 'U': pc.upstream = optarg; break;
+        case 'K': pc.key_env = optarg; break;
+        case 'R': pc.record = optarg; break;
         case 'h': as_usage_exit(USAGE, 0);
         case 'V': as_version_exit();
         default: as_usage_exit(USAGE, AS_TROUBLE);
         }
     }
-    if (argc - optind != 1) as_usage_exit(USAGE, AS_TROUBLE);
-    S.path = argv[optind];
-    as_replay_load_servable(S.path, &S.sc);   // what the wire needs from every entry, file:line named
+    if (pc.upstream || pc.record || pc.key_env) S.px = proxy_start(&pc, argc - optind);
+    else if (argc - optind != 1) as_usage_exit(USAGE, AS_TROUBLE);
+    else as_replay_load_servable(S.path = argv[optind], &S.sc);   // what the wire needs from every entry, file:line named
     if (S.log_path && !(S.log = fopen(S.log_path, "w"))) as_die_sys("open %s", S.log_path);
 
     // Signals are taken synchronously by main; the server threads inherit the mask.
@@ -736,6 +762,10 @@ int main(int argc, char **argv)
     S.stop = 1;
     MHD_stop_daemon(d);
 
+    if (S.px) {
+        S.failures += as_proxy_failures(S.px);
+        as_proxy_finish(S.px);
+    }
     if (S.next < S.sc.n)
         failure("%s: %zu of %zu entries not consumed", S.path, S.sc.n - S.next, S.sc.n);
     if (S.log && fclose(S.log)) as_die_sys("close %s", S.log_path);

@@ -305,7 +305,7 @@ typedef int (*as_file_fn)(const char *path, void *ctx);
 int as_loop(int argc, char **argv, as_file_fn fn, void *ctx);
 
 // The topic headers of common/ build on this one and are included where
-// used: replay.h (replay.c, wire.c), rx.h, norm.h, table.h, sidecar.h,
-// jdiff.h.
+// used: replay.h (replay.c, wire.c), wire_parse.h, proxy.h, rx.h, norm.h,
+// table.h, sidecar.h, jdiff.h.
 
 #endif

@@ -126,7 +126,8 @@ static int entry_check(const as_json *j, int tok, const char *where, as_replay_e
 {
     // hasExactKeys of the reference, per kind
     static const as_key k_chunks[] = {AS_KEY("kind"), AS_KEY("chunks")};
-    static const as_key k_throw[] = {AS_KEY("kind"), AS_KEY("chunks"), AS_KEY("message"), AS_KEY("code")};
+    static const as_key k_throw[] = {AS_KEY("kind"), AS_KEY("chunks"), AS_KEY("message"), AS_KEY("code"),
+                                     AS_KEY("status")};
     static const as_key k_hang_rf[] = {AS_KEY("kind"), AS_KEY("readyFile")};
     long at = (long)j->t[tok].start;
     if (j->t[tok].type != AS_JOBJ) {
@@ -142,8 +143,14 @@ static int entry_check(const as_json *j, int tok, const char *where, as_replay_e
         return read_chunks(j, as_json_get(j, tok, "chunks"), where, err);
     }
     if (kind >= 0 && as_json_streq(j, kind, "throw")) {
-        if (!as_json_exact(j, tok, k_throw, AS_NKEYS(k_throw), NULL)) {
+        int st = as_json_get(j, tok, "status");   // replay-serve's addition: the HTTP status of an early throw
+        if (!as_json_exact(j, tok, k_throw, AS_NKEYS(k_throw) - (st < 0), NULL)) {
             seterr(err, at, "%s has invalid throw-entry fields (want exactly kind, chunks, message, code)", where);
+            return -1;
+        }
+        int64_t sv = 0;
+        if (st >= 0 && !(as_json_int(j, st, &sv) && sv >= 400 && sv <= 599)) {
+            seterr(err, (long)j->t[st].start, "%s status must be an integer from 400 to 599", where);
             return -1;
         }
         int m = as_json_get(j, tok, "message"), c = as_json_get(j, tok, "code");
@@ -200,6 +207,9 @@ static void entry_fill(const as_json *src, int tok, as_replay_entry *e)
     if (e->kind == AS_REPLAY_THROW) {
         e->message = decode_str(&j, as_json_get(&j, 0, "message"));
         e->code = decode_str(&j, as_json_get(&j, 0, "code"));
+        int st = as_json_get(&j, 0, "status");
+        int64_t sv = 0;
+        if (st >= 0 && as_json_int(&j, st, &sv)) e->status = (int)sv;
     }
     int rf = as_json_get(&j, 0, "readyFile");
     if (e->kind == AS_REPLAY_HANG && rf >= 0) e->ready_file = decode_str(&j, rf);
@@ -348,6 +358,11 @@ int as_replay_entry_servable(const as_replay_entry *e, const char *where, as_rep
 {
     as_json j = {0};
     int rc = 0;
+    if (e->status && e->nchunks) {   // a status is the answer before any byte of a stream
+        char *at = strstr(e->json, "\"status\":");
+        seterr(err, at ? (long)(at - e->json) : -1, "%s: a status applies only to a throw without chunks", where);
+        return -1;
+    }
     for (size_t k = 0; k < e->nchunks && !rc; k++) {
         const as_replay_chunk *c = &e->chunk[k];
         char w[128];

@@ -45,6 +45,7 @@ typedef struct {
     as_replay_chunk *chunk; size_t nchunks;   // chunks / throw: the chunks in order; owned
     char *message, *code;           // throw: decoded UTF-8, NUL-terminated; else NULL; owned
     char *ready_file;               // hang: decoded readyFile or NULL; owned
+    int status;                     // throw: its HTTP status (400..599), 0 when none
 } as_replay_entry;
 
 typedef struct { as_replay_entry *e; size_t n, cap; } as_replay_script;
@@ -55,7 +56,8 @@ typedef struct { char msg[256]; long pos; } as_replay_err;
 
 // Validates one replay entry (a JSON value: exactly the keys of its kind,
 // chunks an array of objects with a known "type", throw message/code and
-// hang readyFile non-empty strings) and fills *e with its compacted bytes.
+// hang readyFile non-empty strings, a throw's optional status an integer
+// from 400 to 599) and fills *e with its compacted bytes.
 // `where` names the entry in messages ("entry 3", "patch 0.entry").
 // Returns 0, or -1 with *err set (nothing to free then).
 int as_replay_entry_parse(const char *s, size_t len, const char *where,
@@ -67,7 +69,8 @@ void as_replay_entry_free(as_replay_entry *e);
 // strings, name an optional string, block an object with a string type and
 // the strings of a text, reasoning or tool-call block, usage an object whose
 // token counts are non-negative integers, reason an object with a string
-// kind), and that every {{fromRequest:…}} placeholder compiles. `where`
+// kind), that a status comes only on a throw without chunks, and that every
+// {{fromRequest:…}} placeholder compiles. `where`
 // names the entry. Returns 0, or -1 with *err (pos: the offset in e->json).
 int as_replay_entry_servable(const as_replay_entry *e, const char *where, as_replay_err *err);
 // Appends entry e (taking ownership of its contents) to sc.

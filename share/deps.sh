@@ -44,7 +44,7 @@ check() {
         header microhttpd.h "$(pc --cflags libmicrohttpd)" || miss "header: microhttpd.h (libmicrohttpd development files)"
         library -lmicrohttpd || miss "library: -lmicrohttpd (libmicrohttpd)"
         header curl/curl.h "$(pc --cflags libcurl)" || miss "header: curl/curl.h (libcurl development files)"
-        library -lcurl || miss "library: -lcurl (libcurl, loaded at run time by the agent's live mode)"
+        library -lcurl || miss "library: -lcurl (libcurl: replay-serve's recording mode; the agent's live mode loads it at run time)"
     fi
     if have clang; then
         printf '#include <stddef.h>\n#include <stdint.h>\nint LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) { return 0; }\n' > "$tmp/f.c"

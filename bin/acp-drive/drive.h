@@ -130,6 +130,7 @@ void check_tier_profile(const run *r);
 char **agent_env(run *r, const as_scenario *row, char **extra, size_t nextra);
 void start_serve(run *r, const char *script);
 void start_provider(run *r, const char *script);
+void start_recording_proxy(run *r);
 int stop_serve(run *r, as_buf *err);
 
 // ---------------------------------------------------------------- prepare.c

@@ -257,6 +257,7 @@ int main(int argc, char **argv)
     make_profile_dirs(&r);
     if (!r.record && r.pf.serve) start_serve(&r, script);
     else if (o.provider) start_provider(&r, o.provider);
+    else if (r.pf.serve) start_recording_proxy(&r);
     char **envp = agent_env(&r, row, o.env, o.nenv);
     r.envp = envp;
     long t0 = as_now_ms();

@@ -450,15 +450,32 @@ static char *self_dir(void)
     return as_xstrdup(p);
 }
 
-// replay-serve beside acp-drive, else on PATH: its pid.
-static pid_t spawn_serve(run *r, const char *script, const char *port_file)
+// replay-serve beside acp-drive, else on PATH: its pid. It serves script,
+// or, with upstream set (record mode), records the provider's answers into
+// outdir/provider.jsonl, the key named by key_env (may be NULL).
+static pid_t spawn_serve(run *r, const char *script, const char *port_file, const char *upstream,
+                         const char *key_env)
 {
     char *dir = self_dir();
     char *bin = dir ? xasprintf("%s/replay-serve", dir) : NULL;
     if (!bin || access(bin, X_OK)) { free(bin); bin = as_xstrdup("replay-serve"); }
     r->serve_log = xasprintf("%s/replay-serve.log", r->outdir);
-    char *argv[] = { bin, "--port-file", (char *)port_file, "--ready-dir", r->cwd, "--log", r->serve_log,
-                     (char *)script, NULL };
+    char *rec = xasprintf("%s/provider.jsonl", r->outdir);
+    char *argv[12];
+    int n = 0;
+    argv[n++] = bin;
+    argv[n++] = "--port-file"; argv[n++] = (char *)port_file;
+    if (upstream) {   // nothing is created in the cwd while recording: no --ready-dir
+        argv[n++] = "--log"; argv[n++] = r->serve_log;
+        argv[n++] = "--upstream"; argv[n++] = (char *)upstream;
+        if (key_env) { argv[n++] = "--upstream-key-env"; argv[n++] = (char *)key_env; }
+        argv[n++] = "--record"; argv[n++] = rec;
+    } else {
+        argv[n++] = "--ready-dir"; argv[n++] = r->cwd;
+        argv[n++] = "--log"; argv[n++] = r->serve_log;
+        argv[n++] = (char *)script;
+    }
+    argv[n] = NULL;
     pid_t pid = fork();
     if (pid < 0) as_die_sys("fork");
     if (pid == 0) {
@@ -470,7 +487,7 @@ static pid_t spawn_serve(run *r, const char *script, const char *port_file)
         execvp(argv[0], argv);
         _exit(127);
     }
-    free(bin); free(dir);
+    free(bin); free(dir); free(rec);
     return pid;
 }
 
@@ -491,11 +508,15 @@ static void await_port(run *r, const char *port_file, as_buf *port)
     while (port->n && (port->p[port->n - 1] == '\n')) port->p[--port->n] = 0;
 }
 
-// Starts replay-serve on the script; ACPSNAP_PROVIDER_URL is where it listens.
-void start_serve(run *r, const char *script)
+// Starts replay-serve, on script or, with upstream set, as the recording
+// proxy in front of that provider (its recording outdir/provider.jsonl, the
+// key named by ACPSNAP_UPSTREAM_KEY_ENV). ACPSNAP_PROVIDER_URL is where it
+// listens.
+static void start_serve_on(run *r, const char *script, const char *upstream)
 {
+    const char *key_env = getenv("ACPSNAP_UPSTREAM_KEY_ENV");
     char *pf = xasprintf("%s/replay-serve.port", r->tmp_root);
-    r->serve_pid = spawn_serve(r, script, pf);
+    r->serve_pid = spawn_serve(r, script, pf, upstream, key_env && *key_env ? key_env : NULL);
     as_buf port = {0};
     await_port(r, pf, &port);
     char *url = xasprintf("http://127.0.0.1:%s", port.p);
@@ -504,13 +525,25 @@ void start_serve(run *r, const char *script)
     as_buf_free(&port);
 }
 
+// Replay: replay-serve on the scenario's script.
+void start_serve(run *r, const char *script) { start_serve_on(r, script, NULL); }
+
 // Record mode: replay-serve on an authored provider script is the provider,
 // started here so that a hang's readyFile lands in the agent's cwd, where
 // waitForFile looks; ACPSNAP_PROVIDER_KEY is its literal, no key.
 void start_provider(run *r, const char *script)
 {
-    start_serve(r, script);
+    start_serve_on(r, script, NULL);
     vars_set(&r->vs, "ACPSNAP_PROVIDER_KEY", "replay-serve");
+}
+
+// Record mode with ACPSNAP_UPSTREAM set: replay-serve as the recording proxy
+// in front of that provider; without it a recording agent calls its provider
+// itself.
+void start_recording_proxy(run *r)
+{
+    const char *up = getenv("ACPSNAP_UPSTREAM");
+    if (up && *up) start_serve_on(r, NULL, up);
 }
 
 // Stops replay-serve: 1 and its stderr in err when it reported failures.

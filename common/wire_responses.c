@@ -3,8 +3,8 @@
 // response.in_progress, each block as one output item (a message with one
 // output_text part, a reasoning item with one summary part, a function_call)
 // added, streamed and done, then one terminal event: response.completed,
-// response.incomplete (max-tokens) or response.failed (an error finish, a
-// throw). Every event carries its sequence_number; ids are minted from the
+// response.incomplete (max-tokens) or response.failed (an error finish; a
+// throw, after an error event). Every event carries its sequence_number; ids are minted from the
 // request number, so a stream is the same bytes on every run.
 #include "acpsnap.h"
 #include "replay.h"
@@ -256,10 +256,19 @@ static int finish(as_wgen *g)
     return rc;
 }
 
+// A throw: an error event (the SDK throws on it), then response.failed
+// (codex acts on its code).
 static int fail(as_wgen *g)
 {
     as_buf msg = {0};
     as_jstr_write(&msg, g->e->message, strlen(g->e->message));
+    as_wire_ev(g, "error", 1);
+    as_buf_puts(&g->s->out, ",\"code\":");
+    error_code(g->e->code, &g->s->out);
+    as_buf_puts(&g->s->out, ",\"message\":");
+    as_buf_put(&g->s->out, msg.p, msg.n);
+    as_buf_puts(&g->s->out, ",\"param\":null");
+    as_wire_ev_end(g);
     failed(g, g->e->code, msg.p, msg.n);
     as_buf_free(&msg);
     return 0;

@@ -420,7 +420,9 @@ static void sse_req_init(as_sse_req *q, const req *r, const as_json *j, as_buf *
     q->model = model->p; q->model_len = model->n;
     for (int k = 0; k < 2; k++) {
         int t = keys[r->wire][k] ? as_json_get(j, 0, keys[r->wire][k]) : -1;
-        if (t >= 0) as_replay_haystack(j, t, hay);
+        if (t < 0) continue;
+        if (hay->n) as_buf_putc(hay, '\n');   // one join for the two members as for their leaves
+        as_replay_haystack(j, t, hay);
     }
     q->hay = hay;
 }

@@ -441,23 +441,47 @@ const char *as_wire_finish_kind(const as_wgen *g, as_buf *code)
     return "stop";
 }
 
-// Closes the open blocks, in order.
+// Closes the open block (one at most: a block opens after the others closed).
 static int close_open(as_wgen *g, const as_wire_ops *ops)
 {
-    for (size_t i = 0; i < g->nb; i++)
-        if (!g->b[i].closed) {
-            g->b[i].closed = 1;
-            if (ops->close(g, &g->b[i])) return -1;
-        }
-    return 0;
+    if (g->open < 0) return 0;
+    as_wblock *b = &g->b[g->open];
+    g->open = -1;
+    b->closed = 1;
+    return ops->close(g, b);
 }
 
-// The last block with neutral index idx, or NULL.
+static size_t slot_of(const as_wgen *g, int64_t idx)
+{
+    uint64_t h = (uint64_t)idx * 0x9E3779B97F4A7C15u;
+    return (size_t)(h >> 32) & (g->nslot - 1);
+}
+
+// The last block with neutral index idx, or NULL (a hash of index to the
+// newest block: a hostile entry of many blocks costs linear time).
 static as_wblock *find_block(as_wgen *g, int64_t idx)
 {
-    for (size_t i = g->nb; i-- > 0;)
-        if (g->b[i].index == idx) return &g->b[i];
-    return NULL;
+    if (!g->nslot) return NULL;
+    for (size_t i = slot_of(g, idx);; i = (i + 1) & (g->nslot - 1)) {
+        int k = g->slot[i];
+        if (k < 0) return NULL;
+        if (g->b[k].index == idx) return &g->b[k];
+    }
+}
+
+// Block k is now the newest of its index.
+static void index_block(as_wgen *g, int k)
+{
+    if (2 * (size_t)(g->nb + 1) > g->nslot) {   // grow, and re-enter the newest of each index
+        free(g->slot);
+        g->nslot = g->nslot ? 2 * g->nslot : 16;
+        g->slot = as_xmalloc(g->nslot * sizeof *g->slot);
+        for (size_t i = 0; i < g->nslot; i++) g->slot[i] = -1;
+        for (int j = 0; j < k; j++) index_block(g, j);
+    }
+    size_t i = slot_of(g, g->b[k].index);
+    while (g->slot[i] >= 0 && g->b[g->slot[i]].index != g->b[k].index) i = (i + 1) & (g->nslot - 1);
+    g->slot[i] = k;
 }
 
 // Block idx of kind open for a delta: the open one, else a new one (the
@@ -474,7 +498,9 @@ static as_wblock *take_block(as_wgen *g, const as_wire_ops *ops, int64_t idx, in
     }
     b = &g->b[g->nb];
     *b = (as_wblock){ .index = idx, .kind = kind, .out = (int)g->nb };
+    index_block(g, (int)g->nb);
     g->nb++;
+    g->open = b->out;
     if (kind == AS_WB_TOOL && ((*rc = as_wire_put_str(g, j, as_json_get(j, obj, "id"), &b->id)) ||
                                (*rc = as_wire_put_str(g, j, as_json_get(j, obj, "name"), &b->name))))
         return NULL;
@@ -506,11 +532,8 @@ static int walk_chunk(as_wgen *g, const as_wire_ops *ops, const as_json *j, int 
         return b ? walk_delta(g, ops, b, j, as_json_get(j, 0, "argumentsDelta")) : rc;
     case AS_CHUNK_BLOCK_END: {
         b = find_block(g, idx);
-        if (b) {   // it streamed: close it, unless another block did already
-            if (b->closed) return 0;
-            b->closed = 1;
-            return ops->close(g, b);
-        }
+        if (b)   // it streamed: close it, unless another block did already
+            return b->closed ? 0 : close_open(g, ops);
         // it streamed nothing: the whole block, as one delta
         int blk = as_json_get(j, 0, "block");
         int ty = as_json_get(j, blk, "type"), kind, content;
@@ -521,8 +544,7 @@ static int walk_chunk(as_wgen *g, const as_wire_ops *ops, const as_json *j, int 
         b = take_block(g, ops, idx, kind, j, blk, &rc);
         if (!b) return rc;
         if (content >= 0 && as_tok_len(j, content) > 2 && walk_delta(g, ops, b, j, content)) return -1;
-        b->closed = 1;
-        return ops->close(g, b);
+        return close_open(g, ops);
     }
     default:    // block-start: a block opens with its first delta
         return 0;
@@ -532,7 +554,7 @@ static int walk_chunk(as_wgen *g, const as_wire_ops *ops, const as_json *j, int 
 int as_wire_walk(const as_replay_entry *e, const as_sse_req *q, as_sse *s, const as_wire_ops *ops,
                  char *err, size_t errn)
 {
-    as_wgen g = { .q = q, .s = s, .e = e, .err = err, .errn = errn, .usage = -1, .reason = -1 };
+    as_wgen g = { .q = q, .s = s, .e = e, .err = err, .errn = errn, .usage = -1, .reason = -1, .open = -1 };
     as_json j = {0};
     int rc = 0;
     // usage and finish first: Messages announces the input tokens up front
@@ -570,6 +592,7 @@ int as_wire_walk(const as_replay_entry *e, const as_sse_req *q, as_sse *s, const
         as_buf_free(&g.b[i].name);
     }
     free(g.b);
+    free(g.slot);
     as_buf_free(&g.tmp);
     as_json_free(&j);
     as_json_free(&g.uj);

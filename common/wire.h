@@ -40,6 +40,8 @@ struct as_wgen {
     const as_replay_entry *e;
     char *err; size_t errn;
     as_wblock *b; size_t nb, cap;   // the blocks, in opening order
+    int open;                       // the open block (in b), -1 none
+    int *slot; size_t nslot;        // neutral index → its newest block (open addressing)
     long seq;                       // Responses: the next sequence_number
     as_json uj, fj;                 // the entry's usage and finish chunks (parsed when present)
     int usage, reason;              // their usage / reason tokens, or -1

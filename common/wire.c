@@ -309,7 +309,6 @@ static const char HANG_PREFIX[] = "{\"type\":\"text-delta\",\"index\":0,\"text\"
 
 int as_sse_entry(const as_replay_entry *e, const as_sse_req *q, as_sse *s, char *err, size_t errn)
 {
-    extern const as_wire_ops as_wire_responses, as_wire_messages;
     as_replay_chunk ch = { .off = 0, .len = sizeof HANG_PREFIX - 1, .type = AS_CHUNK_TEXT_DELTA };
     as_replay_entry h = { .kind = AS_REPLAY_HANG, .json = (char *)HANG_PREFIX, .len = sizeof HANG_PREFIX - 1,
                           .chunk = &ch, .nchunks = 1 };

@@ -48,6 +48,9 @@ struct as_wgen {
     as_buf tmp;
 };
 
+// The item wires' hooks (wire_responses.c, wire_messages.c).
+extern const as_wire_ops as_wire_responses, as_wire_messages;
+
 // The events of entry e on an item wire (ops), into s. 0, or -1 with err.
 int as_wire_walk(const as_replay_entry *e, const as_sse_req *q, as_sse *s, const as_wire_ops *ops,
                  char *err, size_t errn);

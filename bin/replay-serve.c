@@ -1,8 +1,10 @@
-// replay-serve - serve a replay script as DeepSeek-compatible chat-completions SSE.
+// replay-serve - serve a replay script as a model's streaming wire API: chat
+// completions (DeepSeek, OpenAI), OpenAI Responses or Anthropic Messages.
 //
 // One model call per entry, positionally, one stream at a time
-// (acpsnap-replay(5)). Each entry's provider-neutral chunks are translated
-// back into the chat.completion.chunk objects DeepSeek sends (common/wire.c).
+// (acpsnap-replay(5)). The request's endpoint picks the wire; each entry's
+// provider-neutral chunks are translated back into that wire's events
+// (common/wire*.c).
 // Anything the client does that the script did not foresee (a request past the
 // end, a second concurrent stream, a malformed request, a stream it leaves
 // before the end) is answered with an HTTP error or recorded; the exit status
@@ -40,8 +42,10 @@ static const char USAGE[] =
     "             [--pace MS] [--ready-dir DIR] [--created SECS] [--model NAME]\n"
     "             [--max-request-bytes N] [--max-connections N] [--idle-timeout SECS] script.jsonl\n"
     "       replay-serve --upstream URL [--upstream-key-env NAME] --record FILE [options]\n"
-    "Serves a replay script (acpsnap-replay(5)) on 127.0.0.1 as DeepSeek-compatible\n"
-    "chat-completions SSE, one stream at a time, in order.\n"
+    "Serves a replay script (acpsnap-replay(5)) on 127.0.0.1 as streaming model\n"
+    "responses, one stream at a time, in order: POST .../chat/completions (DeepSeek,\n"
+    "OpenAI chat completions), .../responses (OpenAI Responses), .../messages\n"
+    "(Anthropic Messages).\n"
     "  --port N            the port; 0 (default) picks a free one (the URL is printed)\n"
     "  --port-file FILE    also write the port there once listening\n"
     "  --log FILE          one JSON line per request\n"
@@ -113,6 +117,7 @@ static void failure(const char *fmt, ...)
 typedef enum { T_DONE, T_ABORT, T_HANG } tail;
 typedef struct {
     long n;                 // request number, from 0
+    as_wire wire;           // by the endpoint (chat completions for an unknown one)
     as_buf body;            // the request body
     size_t held;            // bytes of it counted in S.held
     int reject;             // 413 or 503: the body is being discarded
@@ -244,17 +249,13 @@ static void log_request(req *r)
     as_buf_free(&b);
 }
 
-static enum MHD_Result respond_json(struct MHD_Connection *c, req *r, int status, const char *type,
-                                    const char *msg)
+// An HTTP error in the wire's error shape; type: chat and Responses error
+// type, Messages too with from_throw (else Messages types by status).
+static enum MHD_Result respond_error(struct MHD_Connection *c, req *r, int status, const char *type,
+                                     int from_throw, const char *msg)
 {
     as_buf b = {0};
-    as_buf_puts(&b, "{\"error\":{\"message\":");
-    as_jstr_write(&b, msg, strlen(msg));
-    as_buf_puts(&b, ",\"type\":");
-    as_jstr_write(&b, type, strlen(type));
-    as_buf_puts(&b, ",\"param\":null,\"code\":");
-    as_jstr_write(&b, type, strlen(type));
-    as_buf_puts(&b, "}}");
+    as_wire_error_body(r->wire, status, type, from_throw, msg, &b);
     struct MHD_Response *resp = MHD_create_response_from_buffer(b.n, b.p, MHD_RESPMEM_MUST_COPY);
     as_buf_free(&b);
     MHD_add_response_header(resp, "Content-Type", "application/json");
@@ -262,6 +263,12 @@ static enum MHD_Result respond_json(struct MHD_Connection *c, req *r, int status
     enum MHD_Result ret = MHD_queue_response(c, (unsigned)status, resp);
     MHD_destroy_response(resp);
     return ret;
+}
+
+static enum MHD_Result respond_json(struct MHD_Connection *c, req *r, int status, const char *type,
+                                    const char *msg)
+{
+    return respond_error(c, r, status, type, 0, msg);
 }
 
 // Is the client gone? (EOF or error on its socket.)
@@ -341,25 +348,6 @@ static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max)
     }
 }
 
-// The HTTP error of a pre-stream throw, by the entry's code.
-static void throw_status(const char *code, int *status, const char **type)
-{
-    *status = 500; *type = "server_error";
-    if (!strcmp(code, "AUTH")) { *status = 401; *type = "authentication_error"; }
-    else if (!strcmp(code, "QUOTA")) { *status = 402; *type = "unknown_error"; }
-    else if (!strcmp(code, "RATE_LIMIT")) { *status = 429; *type = "rate_limit_error"; }
-    else if (!strcmp(code, "CONTEXT_WINDOW_EXCEEDED") || !strcmp(code, "INVALID_REQUEST")) {
-        *status = 400; *type = "invalid_request_error";
-    } else if (!strcmp(code, "SERVER_OVERLOADED")) { *status = 503; *type = "server_error"; }
-}
-
-static int path_ok(const char *url)
-{
-    size_t n = strlen(url);
-    static const char END[] = "/chat/completions";
-    return n >= sizeof END - 1 && !strcmp(url + n - (sizeof END - 1), END);
-}
-
 // The request's JSON into j; NULL, or why it cannot be served (the failure
 // recorded, the message for the response returned).
 static const char *bad_request(req *r, as_json *j)
@@ -409,20 +397,24 @@ static enum MHD_Result throw_early(struct MHD_Connection *c, req *r, const as_re
         return MHD_NO;
     }
     int status; const char *type;
-    throw_status(e->code, &status, &type);
+    as_wire_throw_status(r->wire, e->code, &status, &type);
     if (e->status) status = e->status;   // a recorded HTTP error keeps its status
     r->outcome = "error";
     r->deliver = 1;
-    return respond_json(c, r, status, type, e->message);
+    return respond_error(c, r, status, type, 1, e->message);
 }
 
-// What the generation takes from the request (into q): include_usage, the
-// model to echo (JSON string bytes into model), the haystack of fromRequest
-// placeholders (acpsnap-replay(5)) into hay.
+// What the generation takes from the request (into q): the wire,
+// include_usage, the model to echo (JSON string bytes into model), the
+// haystack of fromRequest placeholders (acpsnap-replay(5)) into hay: the
+// messages, after the instructions (Responses: instructions and input;
+// Messages: system and messages).
 static void sse_req_init(as_sse_req *q, const req *r, const as_json *j, as_buf *model, as_buf *hay)
 {
     int so = as_json_get(j, 0, "stream_options");
     int iu = as_json_get(j, so, "include_usage");
+    static const char *const keys[][2] = { { NULL, "messages" }, { "instructions", "input" }, { "system", "messages" } };
+    q->wire = r->wire;
     q->request = r->n;
     q->created = S.created;
     q->include_usage = iu >= 0 && j->t[iu].type == AS_JTRUE;
@@ -433,8 +425,12 @@ static void sse_req_init(as_sse_req *q, const req *r, const as_json *j, as_buf *
         else as_buf_puts(model, "\"deepseek-chat\"");
     }
     q->model = model->p; q->model_len = model->n;
-    int msgs = as_json_get(j, 0, "messages");
-    if (msgs >= 0) as_replay_haystack(j, msgs, hay);
+    for (int k = 0; k < 2; k++) {
+        int t = keys[r->wire][k] ? as_json_get(j, 0, keys[r->wire][k]) : -1;
+        if (t < 0) continue;
+        if (hay->n) as_buf_putc(hay, '\n');   // one join for the two members as for their leaves
+        as_replay_haystack(j, t, hay);
+    }
     q->hay = hay;
 }
 
@@ -453,9 +449,11 @@ static enum MHD_Result stream(struct MHD_Connection *c, req *r)
     struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, reader, r, NULL);
     MHD_add_response_header(resp, "Content-Type", "text/event-stream; charset=utf-8");
     MHD_add_response_header(resp, "Cache-Control", "no-cache");
-    char trace[40];
-    snprintf(trace, sizeof trace, "%032lx", (unsigned long)r->n + 1);
-    MHD_add_response_header(resp, "x-ds-trace-id", trace);
+    if (r->wire == AS_WIRE_CHAT) {
+        char trace[40];
+        snprintf(trace, sizeof trace, "%032lx", (unsigned long)r->n + 1);
+        MHD_add_response_header(resp, "x-ds-trace-id", trace);
+    }
     r->status = 200;
     r->deliver = 1;
     enum MHD_Result ret = MHD_queue_response(c, MHD_HTTP_OK, resp);
@@ -475,8 +473,7 @@ static enum MHD_Result serve_entry(struct MHD_Connection *c, req *r, const as_js
     sse_req_init(&q, r, j, &model, &hay);
     char err[400];
     enum MHD_Result ret;
-    r->tail = e->kind == AS_REPLAY_HANG ? T_HANG
-            : e->kind == AS_REPLAY_CHUNKS || !strcmp(e->code, "STREAM_CLOSED") ? T_DONE : T_ABORT;
+    r->tail = e->kind == AS_REPLAY_HANG ? T_HANG : as_wire_cuts(r->wire, e) ? T_ABORT : T_DONE;
     r->ready_file = e->ready_file;
     if (!as_sse_entry(e, &q, &r->sse, err, sizeof err)) ret = stream(c, r);
     else {
@@ -498,7 +495,7 @@ static enum MHD_Result serve(struct MHD_Connection *c, req *r, const char *url, 
         conn_mark(c, 1);
         return as_proxy_serve(S.px, c, r->n, method, url, r->body.p, r->body.n, &r->status, &r->outcome);
     }
-    if (strcmp(method, "POST") || !path_ok(url)) {
+    if (strcmp(method, "POST") || as_wire_of_path(url) < 0) {
         char msg[512];
         snprintf(msg, sizeof msg, "replay-serve: no such endpoint: %s %.200s", method, url);
         as_warn("request %ld: no such endpoint: %s %.200s", r->n, method, url);
@@ -531,12 +528,14 @@ static enum MHD_Result refuse_body(struct MHD_Connection *c, req *r)
     return respond_json(c, r, r->reject, r->reject == 413 ? "invalid_request_error" : "server_error", msg);
 }
 
-// The first call of a request (its header is complete): a body announced
-// over the limit is refused at once, before any of it is read.
-static enum MHD_Result request_start(struct MHD_Connection *c, void **con_cls)
+// The first call of a request (its header is complete): the wire by url; a
+// body announced over the limit is refused at once, before any of it is read.
+static enum MHD_Result request_start(struct MHD_Connection *c, const char *url, void **con_cls)
 {
     req *r = calloc(1, sizeof *r);
     if (!r) return MHD_NO;
+    int w = as_wire_of_path(url);
+    r->wire = w < 0 ? AS_WIRE_CHAT : (as_wire)w;
     r->entry = -1;
     r->conn = c;
     pthread_mutex_lock(&S.mu);
@@ -576,7 +575,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 {
     (void)cls; (void)version;
     req *r = *con_cls;
-    if (!r) return request_start(c, con_cls);
+    if (!r) return request_start(c, url, con_cls);
     if (*upload_size) {
         body_piece(r, upload, *upload_size);
         *upload_size = 0;

@@ -170,10 +170,34 @@ int as_replay_expand(const char *json, size_t len, const as_buf *hay, as_buf *ou
 int as_replay_placeholders_check(const char *t, size_t n, char *err, size_t errn);
 
 // ---------------------------------------------------------------- wire.c
-// The DeepSeek chat-completions stream of one entry, as replay-serve(1)
-// sends it: chat.completion.chunk objects in DeepSeek's field order, one SSE
-// event ("data: …" and a blank line) each.
+// The model wire APIs replay-serve(1) speaks, picked by the request's
+// endpoint: DeepSeek (OpenAI) chat completions, OpenAI Responses, Anthropic
+// Messages. One replay entry, three translations (wire.c,
+// wire_responses.c, wire_messages.c).
+typedef enum { AS_WIRE_CHAT = 0, AS_WIRE_RESPONSES, AS_WIRE_MESSAGES } as_wire;
+// The wire of a URL path (no query string): ".../chat/completions",
+// ".../responses", ".../messages"; -1 for any other path.
+int as_wire_of_path(const char *path);
+// 1 when the stream of entry e on wire w ends by cutting the connection
+// (after its events) rather than by ending the body: on chat completions a
+// throw with prefix chunks (but STREAM_CLOSED); on the other wires, which
+// carry a throw as an error event, only code TRANSPORT.
+int as_wire_cuts(as_wire w, const as_replay_entry *e);
+// The HTTP status and error type of a throw before any chunk, by its code
+// (acpsnap-replay(5) codes), as wire w's provider answers it.
+void as_wire_throw_status(as_wire w, const char *code, int *status, const char **type);
+// Appends wire w's JSON error body for an HTTP error: chat and Responses
+// {"error":{"message","type","param","code"}} (type as given), Messages
+// {"type":"error","error":{"type","message"}} (its type by status, unless
+// given for a throw: from_throw).
+void as_wire_error_body(as_wire w, int status, const char *type, int from_throw, const char *msg, as_buf *out);
+
+// The stream of one entry, as replay-serve(1) sends it on wire q->wire: on
+// chat completions DeepSeek's chat.completion.chunk objects in its field
+// order, one SSE event ("data: …" and a blank line) each; on Responses and
+// Messages "event: <type>" and "data: …" lines per event.
 typedef struct {
+    as_wire wire;                   // which translation (0: chat completions)
     long request;                   // request number from 0: the chunk ids
     long long created;              // the chunks' created value
     const char *model; size_t model_len;   // the model echoed: JSON string bytes, quotes included
@@ -185,11 +209,14 @@ typedef struct {
     as_buf out;                     // the events, back to back
     size_t *end; size_t n, cap;     // the end offset of each event in out
 } as_sse;
-// Appends the events of entry e to s: a chunks entry whole, through its
-// final chunk and "data: [DONE]"; a throw entry's prefix chunks; a hang
-// entry's fixed prefix (a text block holding "partial"). Every event is one
-// JSON value (or [DONE]) for any entry as_replay_entry_parse accepts;
-// as_replay_entry_servable makes sure nothing the wire needs is missing.
+// Appends the events of entry e to s: a chunks entry whole (chat: through
+// its final chunk and "data: [DONE]"; Responses: through response.completed;
+// Messages: through message_stop); a throw entry's prefix chunks (then, but
+// on chat completions and for STREAM_CLOSED and TRANSPORT, the wire's error
+// event); a hang entry's fixed prefix (a text block holding "partial").
+// Every event is one JSON value (or [DONE]) for any entry
+// as_replay_entry_parse accepts; as_replay_entry_servable makes sure
+// nothing the wire needs is missing.
 // Returns 0, or -1 with err set (a placeholder that does not resolve).
 int as_sse_entry(const as_replay_entry *e, const as_sse_req *q, as_sse *s, char *err, size_t errn);
 void as_sse_free(as_sse *s);

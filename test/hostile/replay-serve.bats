@@ -121,6 +121,19 @@ hold() {
     assert_equal "$RS_STATUS" 1
 }
 
+@test "hostile replay-serve: an entry of 200000 blocks streams in linear time on the item wires" {
+    # every block opened by a delta, every block-end at the end: the shape
+    # of a derived entry, scaled up
+    jq -cn '{kind:"chunks",chunks:([range(200000) | {type:"text-delta",index:.,text:"x"}]
+        + [range(200000) | {type:"block-end",index:.,block:{type:"text",text:"x"}}])}' > provider.jsonl
+    serve_start provider.jsonl
+    run -0 curl -sS --max-time 60 -o body -w '%{time_total}' --data-binary '{"stream":true}' "$RS_URL/v1/messages"
+    faster_than 8 "$output"
+    assert_equal "$(grep -c '^event: content_block_stop$' body)" 200000
+    serve_stop
+    assert_equal "$RS_STATUS" 0
+}
+
 @test "hostile replay-serve: a search past its time limit fails the request with a message" {
     text_entry '{{fromRequest:(.{0,200}){1,10}z}}' > provider.jsonl
     seq 200000 | tr -d '\n' | sed 's/0/z/g' | jq -Rsc '{stream:true,messages:[{role:"user",content:.}]}' > body.json

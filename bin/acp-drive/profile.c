@@ -199,6 +199,7 @@ static void profile_line(profile *pf, char *s, int record, const vars *vs, long 
     else if (!strcmp(key, "timeout")) pf->timeout = ms_value(val, pf->path, line, key);
     else if (!strcmp(key, "rpc-timeout")) pf->rpc_timeout = ms_value(val, pf->path, line, key);
     else if (!strcmp(key, "exit-timeout")) pf->exit_timeout = ms_value(val, pf->path, line, key);
+    else if (!strcmp(key, "rules")) { if (!*val) as_die_at(pf->path, line, 0, "empty rules"); }   // the pipelines' (scrub -f)
     else as_die_at(pf->path, line, 0, "unknown key \"%.40s\"", key);
 }
 

@@ -126,6 +126,15 @@ acpsnap-replay: $BATS_TEST_TMPDIR/snap/bad.jq: the profile's rules do not compil
     done
 }
 
+@test "rules: a rule program that fails on a frame fails its scenario, naming the frame and the rule file" {
+    printf '%s\n' 'if .id == 2 then error("no session for \($scenario)") else . end' > snap/boom.jq
+    with_rules boom.jq
+    cp "$ROOT/scenarios/text-turn/stdout.expected.jsonl" snap/text-turn/
+    run -1 acpsnap-replay -d snap
+    assert_line --regexp '^FAIL +text-turn '
+    assert_line --regexp "^    scrub: .*/stdout\.raw\.jsonl:2: $BATS_TEST_TMPDIR/snap/boom\.jq: no session for text-turn\$"
+}
+
 @test "rules: a missing or empty rules value is trouble naming the profile's line" {
     with_rules nope.jq
     local n; n=$(grep -c '' snap/agent.profile)

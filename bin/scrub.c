@@ -106,7 +106,7 @@ static void jq_nomem(void *data)
 static const char prelude_fmt[] =
     "def stderr: . as $__v | ([\"" STDERR_TAG "\", $__v] | debug | empty), $__v; "
     "def renumber($__re; $__name): "
-    "if ($__name | type) != \"string\" or ($__name | test(\"^[A-Za-z][A-Za-z0-9_]*$\") | not) "
+    "if ($__name | type) != \"string\" or ($__name | test(\"\\\\A[A-Za-z][A-Za-z0-9_]*\\\\z\") | not) "
     "then error(\"renumber: the name must be a letter, then letters, digits or _\") "
     "else def __rn: if type == \"string\" then . as $__s "
     "| reduce (match($__re; \"g\") | select(.length > 0)) as $__m ({o: \"\", at: 0}; "

@@ -334,6 +334,9 @@ scrub: vars.jq:3: $never is not defined'
     run -2 --separate-stderr scrub --stdout -f bad.jq in
     assert_equal "$stderr" 'scrub: in:1: bad.jq: renumber: the name must be a letter, then letters, digits or _'
     assert_equal "$output" ''
+    printf '%s\n' 'renumber("x"; "a\n:b")' > nl.jq
+    run -2 --separate-stderr scrub --stdout -f nl.jq in
+    assert_equal "$stderr" 'scrub: in:1: nl.jq: renumber: the name must be a letter, then letters, digits or _'
 }
 
 @test "-f: a record cannot forge renumber's placeholder" {

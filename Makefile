@@ -1,6 +1,7 @@
 # acpsnap - record-once / replay-deterministic snapshot tests for ACP agents.
 # Targets: all check unit install uninstall clean bench fuzz fuzz-smoke deps
-# depcheck, and the pipelines replay record refresh update review (see README).
+# depcheck, and the pipelines replay record refresh update guard review list
+# (share/acpsnap.mk; see README).
 SHELL := /bin/bash
 .SHELLFLAGS := -o pipefail -ec
 
@@ -78,7 +79,7 @@ MAN1      := $(wildcard share/man/man1/*.1)
 MAN5      := $(wildcard share/man/man5/*.5)
 MAN7      := $(wildcard share/man/man7/*.7)
 
-.PHONY: all deps depcheck check test unit install uninstall clean bench fuzz fuzz-smoke replay record refresh update review FORCE
+.PHONY: all deps depcheck check test unit install uninstall clean bench fuzz fuzz-smoke tools FORCE
 .SECONDARY:
 .DELETE_ON_ERROR:
 all: $(TOOLS) $(SCRIPTS) $(AGENT)
@@ -93,22 +94,20 @@ depcheck:
 	@CC='$(CC)' ./share/deps.sh --check
 PREP := $(if $(shell command -v dpkg-query 2>/dev/null),deps,depcheck)
 
-# The snapshot pipelines over scenarios/ (share/acpsnap.mk): SCENARIO=<glob>,
+# The snapshot pipelines over scenarios/, the fragment's targets (replay
+# record refresh update guard review list, share/acpsnap.mk): SCENARIO=<glob>,
 # -jN runs N scenarios at once, SHARD=i/n one shard of them,
 # ACPSNAP_REPORT=junit:FILE writes a report. `make replay` is keyless and
 # writes nothing in the tree; a failing scenario leaves its new outputs in
-# .acpsnap/pending for `make review`.
+# .acpsnap/pending for `make review`. Each first runs tools: deps, then the
+# build the pipelines run.
 ACPSNAP_SNAPSHOTS := scenarios
 ACPSNAP_PROFILE   := scenarios/acpsnap-agent.profile
 ACPSNAP_BIN       := $(CURDIR)/$(OUT)
+ACPSNAP_PREREQS   := tools
 include share/acpsnap.mk
-replay record refresh update: $(PREP)
+tools: $(PREP)
 	@$(MAKE) --no-print-directory all
-	@$(_acpsnap) --mode $@ -- "$$ACPSNAP_MK_SCENARIO"
-# What failing replays left pending (.acpsnap/pending): accept or reject each.
-review: $(PREP)
-	@$(MAKE) --no-print-directory all
-	@$(_acpsnap_review) -- "$$ACPSNAP_MK_SCENARIO"
 
 # The flags a flavour was built with: each stamp is rewritten (made newer)
 # only when its text changes, so objects rebuild when the compile flags

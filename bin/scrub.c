@@ -8,6 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <jq.h>
+#include <stdint.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
 
 static const char usage[] =
     "usage: scrub (--stdout | --session | --fixture) [options] [file...]\n"
@@ -23,6 +27,7 @@ static const char usage[] =
     "                         or a whole run.json (its normalizeContext)\n"
     "  -f, --rules FILE       a jq program applied to each record afterwards: it\n"
     "                         must give one object (see RULE FILES in scrub(1))\n"
+    "  -N, --scenario NAME    the scenario's name, $scenario in the rule program\n"
     "  -n, --native-paths     keep cwd-rooted path separators as captured\n"
     "  -P, --persisted        --session: keep the envelopes (times zeroed)\n"
     "  -k, --keep-cwd         --fixture: leave the cwd literal (workspaceParent runs)\n"
@@ -40,9 +45,14 @@ typedef struct {
     as_norm *own;         // per-file context (session mode without one; fixture mode)
     as_out *out;
     const char *rules_path;
+    const char *scenario;  // $scenario of the rules (NULL: null)
     jq_state *jq;
-    as_json j, j2;
-    as_buf a, b;
+    as_buf prog;           // the rule program behind the prelude
+    const as_norm *bound;  // the context the program was compiled with
+    jv ids, counts;        // renumber: "name:base64(id)" → its number; name → numbers given
+    char nonce[17];        // renumber's placeholders carry it (a record cannot forge one)
+    as_json j, j2, jr;
+    as_buf a, b, c;
     long lineno;
     const char *file;
 } scrub;
@@ -88,8 +98,22 @@ static void jq_nomem(void *data)
 // The tag of a value that the prelude's `stderr` hands to the debug callback
 // (libjq 1.6 has no stderr callback: its `stderr` writes raw JSON).
 #define STDERR_TAG "acpsnap:scrub:stderr"
-static const char prelude[] =
-    "def stderr: . as $__v | ([\"" STDERR_TAG "\", $__v] | debug | empty), $__v; ";
+// The prelude, on the program's first line so that line numbers stay:
+// `stderr`, and renumber(re; name), which replaces each match in the strings
+// of its input with a placeholder "\0<nonce>:<name>:<base64 of the id>\0";
+// put_str turns each into {{name:N}} when the record is written, N kept
+// across the records of one input (libjq keeps no state across records).
+static const char prelude_fmt[] =
+    "def stderr: . as $__v | ([\"" STDERR_TAG "\", $__v] | debug | empty), $__v; "
+    "def renumber($__re; $__name): "
+    "if ($__name | type) != \"string\" or ($__name | test(\"\\\\A[A-Za-z][A-Za-z0-9_]*\\\\z\") | not) "
+    "then error(\"renumber: the name must be a letter, then letters, digits or _\") "
+    "else def __rn: if type == \"string\" then . as $__s "
+    "| reduce (match($__re; \"g\") | select(.length > 0)) as $__m ({o: \"\", at: 0}; "
+    ".o += $__s[.at:$__m.offset] + \"\\u0000%s:\" + $__name + \":\" + ($__m.string | @base64) + \"\\u0000\" "
+    "| .at = $__m.offset + $__m.length) | .o + $__s[.at:] "
+    "elif type == \"array\" then map(__rn) elif type == \"object\" then map_values(__rn) else . end; "
+    "__rn end; ";
 
 // `debug` and the prelude's `stderr`: "scrub: file:line: rules: debug: <json>".
 static void jq_debug(void *data, jv v)
@@ -138,9 +162,65 @@ static void refuse_modules(const char *path, const char *p)
     }
 }
 
+// Dies with jq's compile messages, each "jq: error: MSG at <top-level>, line
+// N:" (and the program's line after it) as "scrub: file:N: MSG"; jq's count
+// of errors is dropped. Anything else is shown as jq wrote it.
+_Noreturn static void compile_die(const scrub *sc)
+{
+    static const char pre[] = "jq: error: ", at[] = " at <top-level>, line ";
+    const char *m = jq_msgs.p ? jq_msgs.p : "";
+    as_buf first = {0};
+    long first_line = 0;
+    int n = 0;
+    for (const char *p = m; (p = strstr(p, pre)); ) {
+        const char *e = strstr(p, at), *nl = strchr(p, '\n');
+        if (!e || (nl && nl < e)) break;
+        char *end;
+        long line = strtol(e + sizeof at - 1, &end, 10);
+        if (*end != ':') break;
+        p += sizeof pre - 1;
+        if (n++) as_warn_at(sc->rules_path, first_line, 0, "%s", first.p);
+        as_buf_reset(&first);
+        as_buf_put(&first, p, (size_t)(e - p));
+        first_line = line;
+        p = end;
+    }
+    if (n) as_die_at(sc->rules_path, first_line, 0, "%s", first.p);
+    as_die(AS_TROUBLE, "%s: %s", sc->rules_path, *m ? m : "jq program does not compile");
+}
+
+// size - 1 random hex digits and a NUL into out.
+static void nonce_hex(char *out, size_t size)
+{
+    unsigned char r[32] = {0};
+    size_t n = (size - 1 + 1) / 2;
+    if (n > sizeof r) n = sizeof r;
+    if (getrandom(r, n, 0) != (ssize_t)n) {
+        unsigned long x = (unsigned long)time(NULL) ^ ((unsigned long)getpid() << 16) ^ (unsigned long)(uintptr_t)&r;
+        for (size_t i = 0; i < n; i++, x = x * 6364136223846793005UL + 1442695040888963407UL) r[i] = (unsigned char)(x >> 56);
+    }
+    for (size_t i = 0; i + 1 < size; i++) out[i] = "0123456789abcdef"[(r[i / 2] >> (i % 2 ? 0 : 4)) & 15];
+    out[size - 1] = 0;
+}
+
+// Compiles the program with the rule variables of context ctx ($cwd,
+// $cwdAliases, $sessionIds, $scenario); dies when it does not compile.
+static void rules_bind(scrub *sc, const as_norm *ctx)
+{
+    as_buf c = {0};
+    as_norm_context_json(ctx, &c);
+    jv args = jv_parse_sized(c.p, (int)c.n);
+    as_buf_free(&c);
+    if (!jv_is_valid(args)) as_die(AS_TROUBLE, "%s: the rule variables do not parse", sc->rules_path);
+    args = jv_object_set(args, jv_string("scenario"), sc->scenario ? jv_string(sc->scenario) : jv_null());
+    as_buf_reset(&jq_msgs);
+    if (!jq_compile_args(sc->jq, sc->prog.p, args)) compile_die(sc);
+    sc->bound = ctx;
+}
+
 static void rules_compile(scrub *sc)
 {
-    as_buf prog = {0}, full = {0};
+    as_buf prog = {0};
     as_read_file(sc->rules_path, &prog);
     refuse_modules(sc->rules_path, prog.p ? prog.p : "");
     sc->jq = jq_init();
@@ -152,23 +232,69 @@ static void rules_compile(scrub *sc)
     jq_set_attr(sc->jq, jv_string("JQ_LIBRARY_PATH"), jv_array());
     jq_set_attr(sc->jq, jv_string("JQ_ORIGIN"), jv_null());
     jq_set_attr(sc->jq, jv_string("PROGRAM_ORIGIN"), jv_null());
-    // Compiled as written first, for jq's messages; then behind the prelude,
-    // on the same first line so that line numbers stay.
-    if (!jq_compile(sc->jq, prog.p ? prog.p : ""))
-        as_die(AS_TROUBLE, "%s: %s", sc->rules_path, jq_msgs.p ? jq_msgs.p : "jq program does not compile");
-    as_buf_puts(&full, prelude);
-    as_buf_put(&full, prog.p ? prog.p : "", prog.n);
-    as_buf_reset(&jq_msgs);
-    if (!jq_compile(sc->jq, full.p))
-        as_die(AS_TROUBLE, "%s: %s", sc->rules_path, jq_msgs.p ? jq_msgs.p : "jq program does not compile");
+    nonce_hex(sc->nonce, sizeof sc->nonce);
+    as_buf_printf(&sc->prog, prelude_fmt, sc->nonce);
+    as_buf_put(&sc->prog, prog.p ? prog.p : "", prog.n);
     as_buf_free(&prog);
-    as_buf_free(&full);
+    sc->ids = jv_object();
+    sc->counts = jv_object();
+    rules_bind(sc, sc->norm);
+}
+
+// renumber's numbering starts over (each input file).
+static void rules_reset(scrub *sc)
+{
+    if (!sc->jq) return;
+    jv_free(sc->ids);
+    jv_free(sc->counts);
+    sc->ids = jv_object();
+    sc->counts = jv_object();
+}
+
+// Writes the JSON string s[0..n) with each renumber placeholder replaced by
+// {{name:N}}: N the number of its id, the next one for its name when the id
+// is new.
+static void put_str(scrub *sc, as_buf *o, const char *s, size_t n)
+{
+    char mark[20] = {0};
+    size_t ml = (size_t)snprintf(mark + 1, sizeof mark - 1, "%s:", sc->nonce) + 1;
+    const char *m = sc->jq ? memmem(s, n, mark, ml) : NULL;
+    if (!m) { as_jstr_write(o, s, n); return; }
+    as_buf t = {0};
+    const char *p = s, *end = s + n;
+    while (m) {
+        const char *name = m + ml, *colon = memchr(name, ':', (size_t)(end - name));
+        const char *stop = colon ? memchr(colon, 0, (size_t)(end - colon)) : NULL;
+        if (!stop) break;   // (not a placeholder the prelude wrote: left as it is)
+        as_buf_put(&t, p, (size_t)(m - p));
+        jv key = jv_string_sized(name, (int)(stop - name));
+        jv num = jv_object_get(jv_copy(sc->ids), jv_copy(key));
+        if (!jv_is_valid(num)) {
+            jv nk = jv_string_sized(name, (int)(colon - name));
+            jv c = jv_object_get(jv_copy(sc->counts), jv_copy(nk));
+            double k = (jv_is_valid(c) ? jv_number_value(c) : 0) + 1;
+            jv_free(c);
+            sc->counts = jv_object_set(sc->counts, nk, jv_number(k));
+            num = jv_number(k);
+            sc->ids = jv_object_set(sc->ids, jv_copy(key), jv_copy(num));
+        }
+        jv_free(key);
+        as_buf_puts(&t, "{{");
+        as_buf_put(&t, name, (size_t)(colon - name));
+        as_buf_printf(&t, ":%.0f}}", jv_number_value(num));
+        jv_free(num);
+        p = stop + 1;
+        m = memmem(p, (size_t)(end - p), mark, ml);
+    }
+    as_buf_put(&t, p, (size_t)(end - p));
+    as_jstr_write(o, t.p ? t.p : "", t.n);
+    as_buf_free(&t);
 }
 
 // Writes a jq value compactly as JSON.stringify would (strings escaped alike,
 // integral numbers below 1e21 without exponent). -1 when it nests deeper
 // than the JSON parser's limit.
-static int put_jv(as_buf *o, jv v, int depth)
+static int put_jv(scrub *sc, as_buf *o, jv v, int depth)
 {
     int r = 0;
     if (depth > 10000) return -1;
@@ -189,7 +315,7 @@ static int put_jv(as_buf *o, jv v, int depth)
         break;
     }
     case JV_KIND_STRING:
-        as_jstr_write(o, jv_string_value(v), (size_t)jv_string_length_bytes(jv_copy(v)));
+        put_str(sc, o, jv_string_value(v), (size_t)jv_string_length_bytes(jv_copy(v)));
         break;
     case JV_KIND_ARRAY: {
         as_buf_putc(o, '[');
@@ -197,7 +323,7 @@ static int put_jv(as_buf *o, jv v, int depth)
         for (int i = 0; i < n && !r; i++) {
             if (i) as_buf_putc(o, ',');
             jv e = jv_array_get(jv_copy(v), i);
-            r = put_jv(o, e, depth + 1);
+            r = put_jv(sc, o, e, depth + 1);
             jv_free(e);
         }
         as_buf_putc(o, ']');
@@ -210,9 +336,9 @@ static int put_jv(as_buf *o, jv v, int depth)
             jv k = jv_object_iter_key(v, it), e = jv_object_iter_value(v, it);
             if (!first) as_buf_putc(o, ',');
             first = 0;
-            as_jstr_write(o, jv_string_value(k), (size_t)jv_string_length_bytes(jv_copy(k)));
+            put_str(sc, o, jv_string_value(k), (size_t)jv_string_length_bytes(jv_copy(k)));
             as_buf_putc(o, ':');
-            r = put_jv(o, e, depth + 1);
+            r = put_jv(sc, o, e, depth + 1);
             jv_free(k);
             jv_free(e);
         }
@@ -222,6 +348,88 @@ static int put_jv(as_buf *o, jv v, int depth)
     default: break;
     }
     return r;
+}
+
+// The member of object token obj (of the record j) whose key is k's bytes,
+// the value token, or -1. *cur walks the record's keys in step with the
+// program's value, so a record whose keys stay in order costs one step each.
+static int member_of(const as_json *j, int obj, int *cur, jv k, as_buf *tmp)
+{
+    const char *ks = jv_string_value(k);
+    size_t kn = (size_t)jv_string_length_bytes(jv_copy(k));
+    for (int pass = 0; pass < 2; pass++) {
+        int key = pass ? as_json_firstkey(j, obj) : *cur;
+        for (int tries = 0; key >= 0; key = as_json_nextkey(j, key)) {
+            as_buf_reset(tmp);
+            as_json_str(j, key, tmp);
+            if (tmp->n == kn && !memcmp(tmp->p ? tmp->p : "", ks, kn)) {
+                *cur = as_json_nextkey(j, key);
+                return key + 1;
+            }
+            if (!pass || ++tries > 64) break;   // (a scan of a large object stops early: re-serialized)
+        }
+    }
+    return -1;
+}
+
+// put_jv, but a value equal to the record's own at tok (-1: none) keeps the
+// record's bytes: a string or number the program left alone is not
+// re-serialized, a container is walked member by member.
+static int put_merged(scrub *sc, as_buf *o, jv v, const as_json *j, int tok, int depth)
+{
+    int r = 0;
+    if (depth > 10000) return -1;
+    jv_kind kind = jv_get_kind(v);
+    int type = tok >= 0 ? j->t[tok].type : -1;
+    if (kind == JV_KIND_STRING && type == AS_JSTR) {
+        as_buf_reset(&sc->c);
+        as_json_str(j, tok, &sc->c);
+        size_t n = (size_t)jv_string_length_bytes(jv_copy(v));
+        if (sc->c.n == n && !memcmp(sc->c.p ? sc->c.p : "", jv_string_value(v), n)) {
+            as_buf_put(o, as_tok_p(j, tok), as_tok_len(j, tok));
+            return 0;
+        }
+    } else if (kind == JV_KIND_NUMBER && type == AS_JNUM) {
+        as_buf_reset(&sc->c);
+        as_buf_put(&sc->c, as_tok_p(j, tok), as_tok_len(j, tok));
+        as_buf_putc(&sc->c, 0);
+        if (strtod(sc->c.p, NULL) == jv_number_value(v)) {
+            as_buf_put(o, as_tok_p(j, tok), as_tok_len(j, tok));
+            return 0;
+        }
+    } else if (kind == JV_KIND_ARRAY && type == AS_JARR) {
+        as_buf_putc(o, '[');
+        int n = jv_array_length(jv_copy(v)), el = as_json_first(j, tok);
+        for (int i = 0; i < n && !r; i++) {
+            if (i) as_buf_putc(o, ',');
+            jv e = jv_array_get(jv_copy(v), i);
+            r = put_merged(sc, o, e, j, el, depth + 1);
+            jv_free(e);
+            if (el >= 0) el = as_json_nextel(j, el);
+        }
+        as_buf_putc(o, ']');
+        return r;
+    } else if (kind == JV_KIND_OBJECT && type == AS_JOBJ) {
+        as_buf_putc(o, '{');
+        int first = 1, cur = as_json_firstkey(j, tok);
+        as_buf tmp = {0};
+        for (int it = jv_object_iter(v); !r && jv_object_iter_valid(v, it); it = jv_object_iter_next(v, it)) {
+            jv k = jv_object_iter_key(v, it), e = jv_object_iter_value(v, it);
+            if (!first) as_buf_putc(o, ',');
+            first = 0;
+            int val = member_of(j, tok, &cur, k, &tmp);
+            if (val >= 0) as_buf_put(o, as_tok_p(j, val - 1), as_tok_len(j, val - 1));
+            else put_str(sc, o, jv_string_value(k), (size_t)jv_string_length_bytes(jv_copy(k)));
+            as_buf_putc(o, ':');
+            r = put_merged(sc, o, e, j, val, depth + 1);
+            jv_free(k);
+            jv_free(e);
+        }
+        as_buf_free(&tmp);
+        as_buf_putc(o, '}');
+        return r;
+    }
+    return put_jv(sc, o, v, depth) < 0 ? -1 : 0;
 }
 
 _Noreturn static void rules_die(const scrub *sc, const char *msg)
@@ -293,8 +501,10 @@ static void rules_apply(scrub *sc, const char *line, size_t len)
         jv_free(r);
         rules_die(sc, "the program's value for this record is not a JSON object");
     }
+    // (the record again as tokens: what the program left alone keeps its bytes)
+    if (as_json_parse(&sc->jr, line, len) < 0) as_json_die(&sc->jr, sc->file, sc->lineno);
     as_buf_reset(&sc->b);
-    int deep = put_jv(&sc->b, r, 0);
+    int deep = put_merged(sc, &sc->b, r, &sc->jr, 0, 0);
     jv_free(r);
     if (deep) rules_die(sc, "the program's value for this record nests deeper than 10000 levels");
     as_out_line(sc->out, sc->b.p, sc->b.n);
@@ -359,6 +569,7 @@ static void do_session(scrub *sc, const char *path)
     if (!as_norm_has_context(sc->norm)) {
         as_norm_from_header(sc->own, &sc->j);
         ctx = sc->own;
+        if (sc->jq) rules_bind(sc, ctx);   // $cwd and $sessionIds: this log's
     }
     session_record(sc, ctx, &sc->j, flags | AS_NS_HEADER);
     as_event ev;
@@ -420,6 +631,7 @@ static void do_fixture(scrub *sc, const char *path)
         if (k == cwd.n)
             as_die_at(sc->file, 1, 0, "the header cwd has no basename to tokenize (see --keep-cwd)");
         as_norm_set_cwd(sc->own, cwd.p, cwd.n);
+        if (sc->jq) rules_bind(sc, sc->own);   // $cwd: this log's
         base = as_xmalloc(cwd.n - k + 1);
         memcpy(base, cwd.p + k, cwd.n - k);
         bl = cwd.n - k;
@@ -428,6 +640,7 @@ static void do_fixture(scrub *sc, const char *path)
         as_norm_fixture_cwd(sc->own, base, bl, &sc->j, &sc->a);
         emit(sc, sc->a.p, sc->a.n);
     } else {
+        if (sc->jq) rules_bind(sc, sc->own);
         emit(sc, hl, hlen);
     }
     as_out_frame(sc->out);
@@ -452,6 +665,7 @@ static void do_fixture(scrub *sc, const char *path)
 static int one(const char *path, void *ctx)
 {
     scrub *sc = ctx;
+    rules_reset(sc);
     if (sc->mode == M_FIXTURE) {
         do_fixture(sc, path);
     } else if (sc->mode == M_STDOUT) {
@@ -485,7 +699,7 @@ int main(int argc, char **argv)
         {"cwd-alias", required_argument, 0, 'a'}, {"session-id", required_argument, 0, 'i'},
         {"context", required_argument, 0, 'C'}, {"rules", required_argument, 0, 'f'},
         {"native-paths", no_argument, 0, 'n'}, {"persisted", no_argument, 0, 'P'},
-        {"keep-cwd", no_argument, 0, 'k'},
+        {"keep-cwd", no_argument, 0, 'k'}, {"scenario", required_argument, 0, 'N'},
         {"help", no_argument, 0, 'h'}, {"version", no_argument, 0, 'V'}, {0, 0, 0, 0}};
     scrub sc = {0};
     int c;
@@ -493,7 +707,7 @@ int main(int argc, char **argv)
     opterr = 0;
     sc.norm = as_norm_new();
     sc.own = as_norm_new();
-    while ((c = getopt_long(argc, argv, ":osFc:a:i:C:f:nPkh", lo, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":osFc:a:i:C:f:N:nPkh", lo, NULL)) != -1) {
         switch (c) {
         case 'o': set_mode(&sc, M_STDOUT); break;
         case 's': set_mode(&sc, M_SESSION); break;
@@ -503,6 +717,7 @@ int main(int argc, char **argv)
         case 'i': as_norm_add_session_id(sc.norm, optarg, strlen(optarg)); break;
         case 'C': as_norm_load_file(sc.norm, optarg); break;
         case 'f': sc.rules_path = optarg; break;
+        case 'N': sc.scenario = optarg; break;
         case 'n': as_norm_set_native(sc.norm, 1); as_norm_set_native(sc.own, 1); break;
         case 'P': sc.persisted = 1; break;
         case 'k': sc.keep_cwd = 1; break;
@@ -519,7 +734,14 @@ int main(int argc, char **argv)
     sc.out = as_out_stdout(0);
     int r = as_loop(argc - optind, argv + optind, one, &sc);
     as_out_close(sc.out);
-    if (sc.jq) jq_teardown(&sc.jq);
+    if (sc.jq) {
+        jq_teardown(&sc.jq);
+        jv_free(sc.ids);
+        jv_free(sc.counts);
+    }
+    as_json_free(&sc.jr);
+    as_buf_free(&sc.c);
+    as_buf_free(&sc.prog);
     as_json_free(&sc.j);
     as_json_free(&sc.j2);
     as_buf_free(&sc.a);

@@ -265,6 +265,24 @@ const char *as_norm_load_json(as_norm *n, const as_json *j, int obj)
     return NULL;
 }
 
+void as_norm_context_json(const as_norm *n, as_buf *out)
+{
+    as_buf_puts(out, "{\"cwd\":");
+    if (n->cwd.p) as_jstr_write(out, n->cwd.p, n->cwd.n);
+    else as_buf_puts(out, "null");
+    as_buf_puts(out, ",\"cwdAliases\":[");
+    for (size_t i = 0; i < n->nalias; i++) {
+        if (i) as_buf_putc(out, ',');
+        as_jstr_write(out, n->alias[i].p, n->alias[i].n);
+    }
+    as_buf_puts(out, "],\"sessionIds\":[");
+    for (size_t i = 0; i < n->nid; i++) {
+        if (i) as_buf_putc(out, ',');
+        as_jstr_write(out, n->id[i].p, n->id[i].n);
+    }
+    as_buf_puts(out, "]}");
+}
+
 void as_norm_load_file(as_norm *n, const char *path)
 {
     as_buf b = {0};

@@ -39,6 +39,9 @@ void as_norm_clear(as_norm *n);
 void as_norm_load_file(as_norm *n, const char *path);
 // Loads a context from object token obj of j; returns NULL, or a static message.
 const char *as_norm_load_json(as_norm *n, const as_json *j, int obj);
+// Appends the context as one JSON object, {"cwd":…|null,"cwdAliases":[…],
+// "sessionIds":[…]}, the values as they were set (scrub's rule variables).
+void as_norm_context_json(const as_norm *n, as_buf *out);
 // dsh's fixtureContext: the session ids = [header.id] when it is a string, the
 // cwd = header.cwd when a string (else an impossible sentinel), no aliases.
 // hdr is the parsed header line (root 0). Replaces the current context.

@@ -1,5 +1,6 @@
 #!/usr/bin/env bats
-# The pipelines (acpsnap-replay/-record/-refresh/-update and share/acpsnap.mk)
+# The pipelines (acpsnap-replay/-record/-refresh/-update and share/acpsnap.mk
+# under its plain target names; test/make-fragment.bats has the fragment itself)
 # end to end with the reference agent, on a small snapshots tree built here:
 # recorded through replay-serve from authored provider scripts, then replayed.
 bats_require_minimum_version 1.5.0
@@ -34,7 +35,7 @@ setup() {
     printf 'ACPSNAP_SNAPSHOTS := snap\nACPSNAP_BIN := %s\ninclude %s\n' "$BIN" "$ROOT/share/acpsnap.mk" > Makefile
 }
 
-record_all() { ACPSNAP_PROVIDER=replay-serve run -0 make -s acpsnap-record; }
+record_all() { ACPSNAP_PROVIDER=replay-serve run -0 make -s record; }
 tree_sum() { find snap -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum; }
 
 @test "pipelines: record from provider scripts, then replay passes and writes nothing" {
@@ -44,14 +45,14 @@ tree_sum() { find snap -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum; 
     assert_line --regexp '^record: 3 scenarios: 3 passed, 0 failed, 0 skipped, 3 written'
     run -0 fixture-guard snap
     local before; before=$(tree_sum)
-    run -0 make -s acpsnap-replay
+    run -0 make -s replay
     assert_line --regexp '^ok +handshake +[0-9.]+ s$'
     assert_line --regexp '^ok +text-turn +[0-9.]+ s$'
     assert_line --regexp '^ok +tool-turn +[0-9.]+ s$'
     assert_line --regexp '^replay: 3 scenarios: 3 passed, 0 failed, 0 skipped \([0-9.]+ s\)$'
     assert_equal "$(tree_sum)" "$before"
     [ -z "$(ls -A "$TMPDIR")" ]
-    run -0 make -s -j2 acpsnap-replay
+    run -0 make -s -j2 replay
     assert_line --regexp '^replay: 3 scenarios: 3 passed'
 }
 
@@ -179,20 +180,20 @@ handshake stage'
     assert_line --regexp '^FAIL +text-turn'
     run -1 acpsnap-update -d snap text-turn
     assert_line '    session fixtures are written only by: make refresh SCENARIO=text-turn (or make record)'
-    run -0 make -s acpsnap-refresh
+    run -0 make -s refresh
     assert_line --regexp '^refreshed +text-turn .*\(wrote session.jsonl\)$'
     assert_line --regexp '^ok +tool-turn .*\(unchanged\)$'
     assert_equal "$(sha256sum < snap/text-turn/stdout.expected.jsonl)" "$stdout_before"
     grep -q 'PONG, please' snap/text-turn/session.jsonl
-    run -0 make -s acpsnap-refresh
+    run -0 make -s refresh
     refute_output --partial refreshed
     # update: a stale stdout expectation is rewritten, nothing else
     printf '{"stale":true}\n' > snap/handshake/stdout.expected.jsonl
     local log_before; log_before=$(sha256sum < snap/handshake/session.jsonl)
-    run -0 make -s acpsnap-update
+    run -0 make -s update
     assert_line --regexp '^updated +handshake .*\(wrote stdout.expected.jsonl\)$'
     assert_equal "$(sha256sum < snap/handshake/session.jsonl)" "$log_before"
-    run -0 make -s acpsnap-replay
+    run -0 make -s replay
 }
 
 @test "pipelines: fixture-guard runs first" {
@@ -215,7 +216,7 @@ acpsnap-replay: fixture-guard failed; nothing was run"
     run -2 acpsnap-replay -d snap -p bad.profile -j 2
     assert_line --regexp '^replay: 3 scenarios: 0 passed, 3 failed, 0 skipped'
     # the make fragment passes the status on (make itself says 2 for any failure)
-    run -2 make -s acpsnap-replay ACPSNAP_PROFILE=bad.profile
+    run -2 make -s replay ACPSNAP_PROFILE=bad.profile
     # an agent that cannot be started is trouble too
     sed "s|^command = .*|command = $BATS_TEST_TMPDIR/no-such-agent|" snap/agent.profile > gone.profile
     run -2 acpsnap-replay -d snap -p gone.profile handshake

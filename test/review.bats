@@ -186,15 +186,15 @@ terse-turn: pruned (the committed files changed since it was written)'
     assert_equal "$(pending_names)" "reasoning-turn text-turn "
 }
 
-@test "review: make acpsnap-review (share/acpsnap.mk) asks about the selected scenarios" {
+@test "review: make review (share/acpsnap.mk) asks about the selected scenarios" {
     break_stdout handshake text-turn
     printf 'ACPSNAP_SNAPSHOTS := snap\nACPSNAP_BIN := %s\ninclude %s\n' "$BIN" "$ROOT/share/acpsnap.mk" > Makefile
-    run -2 make -s acpsnap-replay SCENARIO='*-turn'
+    run -2 make -s replay SCENARIO='*-turn'
     assert_equal "$(pending_names)" "text-turn "
-    run -0 make -s acpsnap-review SCENARIO='text-*' <<<a
+    run -0 make -s review SCENARIO='text-*' <<<a
     assert_line 'text-turn: wrote text-turn/stdout.expected.jsonl'
     assert_equal "$(pending_names)" ""
-    run -0 make -s acpsnap-replay SCENARIO='text-*'
+    run -0 make -s replay SCENARIO='text-*'
 }
 
 @test "review: nothing pending, unknown names, usage" {

@@ -36,7 +36,7 @@ tree_sum() { (cd "$1" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sh
 
 @test "scenarios: make -j2 replay passes" {
     copy_tree
-    run -0 make -s -j2 -f "$ROOT/share/acpsnap.mk" ACPSNAP_SNAPSHOTS=snap ACPSNAP_BIN="$BIN" acpsnap-replay
+    run -0 make -s -j2 -f "$ROOT/share/acpsnap.mk" ACPSNAP_SNAPSHOTS=snap ACPSNAP_BIN="$BIN" replay
     assert_line --regexp '^replay: [0-9]+ scenarios: [0-9]+ passed, 0 failed'
 }
 

@@ -157,7 +157,7 @@ SPLIT_200="50 50 50 50"
     ACPSNAP_SHARD=5/4 run -2 --separate-stderr acpsnap-replay -d "$BIG" --list
     assert_equal "$stderr" 'acpsnap-replay: ACPSNAP_SHARD 5/4: there is no shard 5 of 4 (1 <= i <= n)'
     # through make, as SHARD=; never interpreted by a shell
-    printf 'ACPSNAP_SNAPSHOTS := %s\nACPSNAP_BIN := %s\ninclude %s\n' "$BIG" "$BIN" "$ROOT/share/acpsnap.mk" > Makefile
+    printf 'ACPSNAP_SNAPSHOTS := %s\nACPSNAP_BIN := %s\nACPSNAP_TARGET_PREFIX := acpsnap-\ninclude %s\n' "$BIG" "$BIN" "$ROOT/share/acpsnap.mk" > Makefile
     run -2 make -s acpsnap-list 'SHARD=0/4'
     assert_line 'acpsnap-replay: --shard 0/4: shards are numbered from 1'
     run -2 make -s acpsnap-list 'SHARD=$(touch pwned)1/2;touch pwned'
@@ -195,7 +195,7 @@ SPLIT_200="50 50 50 50"
     assert_equal "$(sed -n 2p r.xml)" '<testsuites name="acpsnap" tests="0" failures="0" errors="0" time="0.000">'
     assert_equal "$(cat r.tap)" $'TAP version 13\n1..0'
     # through make: SHARD=, ACPSNAP_REPORT=, ACPSNAP_TIMINGS= taken as they are
-    printf 'ACPSNAP_SNAPSHOTS := t\nACPSNAP_BIN := %s\ninclude %s\n' "$BIN" "$ROOT/share/acpsnap.mk" > Makefile
+    printf 'ACPSNAP_SNAPSHOTS := t\nACPSNAP_BIN := %s\nACPSNAP_TARGET_PREFIX := acpsnap-\ninclude %s\n' "$BIN" "$ROOT/share/acpsnap.mk" > Makefile
     run -0 make -s acpsnap-replay SHARD=$empty/8 'ACPSNAP_REPORT=junit:$(x)`r`.xml' ACPSNAP_TIMINGS=t.tsv
     assert_line --regexp "^replay: 0 scenarios \(shard $empty/8 of 2\)"
     run -0 xmllint --noout --schema "$XSD" '$(x)`r`.xml'

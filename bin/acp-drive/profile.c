@@ -268,6 +268,7 @@ static void profile_line(profile *pf, char *s, int record, const vars *vs, long 
     else if (!strcmp(key, "mkdir")) add_mkdir(pf, val, line);
     else if (!strcmp(key, "client")) set_client(pf, val, line);
     else if (!strcmp(key, "include")) include(pf, val, record, vs, line, depth);
+    else if (!strcmp(key, "rules")) { if (!*val) as_die_at(pf->path, line, 0, "empty rules"); }   // the pipelines' (scrub -f)
     else as_die_at(pf->path, line, 0, "unknown key \"%.40s\"", key);
 }
 

@@ -45,7 +45,7 @@ setup_file() {
     printf '{"steps":[{"op":"initialize"},{"op":"newSession"},{"op":"prompt","text":"One word."}]}\n' > snap/terse-turn/input.json
     text_entry PONG > snap/text-turn/provider.jsonl
     text_entry OK > snap/terse-turn/provider.jsonl
-    printf 'ACPSNAP_SNAPSHOTS := snap\nACPSNAP_BIN := %s\ninclude %s\n' "$BIN" "$ROOT/share/acpsnap.mk" > Makefile
+    printf 'ACPSNAP_SNAPSHOTS := snap\nACPSNAP_BIN := %s\nACPSNAP_TARGET_PREFIX := acpsnap-\ninclude %s\n' "$BIN" "$ROOT/share/acpsnap.mk" > Makefile
     ACPSNAP_PROVIDER=replay-serve make -s acpsnap-record > first.log 2>&1 || { cat first.log >&3; return 1; }
     fixture-guard snap
     # the old state: a new answer to record, a stale sidecar to rewrite

@@ -20,7 +20,7 @@ setup() {
     add_scenario text-turn text-turn '{"name":"text-turn","hasModelTurn":true,"recorded":true,"pinsHeader":true}'
     printf 'precious\n' > victim/file
     printf 'precious too\n' > victim/dir/data
-    printf 'ACPSNAP_SNAPSHOTS := snap\nACPSNAP_BIN := %s\ninclude %s\n' "$BIN" "$ROOT/share/acpsnap.mk" > Makefile
+    printf 'ACPSNAP_SNAPSHOTS := snap\nACPSNAP_BIN := %s\nACPSNAP_TARGET_PREFIX := acpsnap-\ninclude %s\n' "$BIN" "$ROOT/share/acpsnap.mk" > Makefile
 }
 
 # add_scenario NAME FROM ROW: scenarios/FROM copied to snap/NAME, ROW appended to the table.

@@ -159,3 +159,17 @@ acpsnap-replay: $BATS_TEST_TMPDIR/snap/bad.jq: the profile's rules do not compil
     ! grep -q '"x":1' snap/text-turn/stdout.expected.jsonl
     run -0 acp-drive -p conf/agent.profile -o run snap/text-turn
 }
+
+@test "rules: a rules line of an included profile counts, relative to that profile; a later line replaces it" {
+    mkdir snap/base
+    mv snap/volatile.jq snap/base/volatile.jq
+    echo 'rules = volatile.jq' > snap/base/rules.profile
+    echo 'include = base/rules.profile' >> snap/agent.profile
+    run -0 record
+    assert_line --regexp '^recorded +text-turn '
+    grep -q '{{msgId:2}}' snap/text-turn/stdout.expected.jsonl
+    # a rules line after the include replaces it: here with one that is missing
+    echo 'rules = nowhere.jq' >> snap/agent.profile
+    run -2 acpsnap-replay -d snap
+    assert_output --partial "snap/agent.profile:$(wc -l < snap/agent.profile): rules: nowhere.jq: unable to read the rule file"
+}

@@ -7,12 +7,7 @@ bats_require_minimum_version 1.5.0
 load helpers/common
 
 setup() {
-    [ -x "$BIN/acpsnap-agent" ] || skip "the reference agent is not built"
-    cd "$BATS_TEST_TMPDIR"
-    export TMPDIR=$BATS_TEST_TMPDIR/tmp
-    mkdir -p "$TMPDIR" snap/handshake snap/text-turn snap/tool-turn
-    # a private copy: the tree's binary may be relinked while the suite runs
-    cp "$BIN/acpsnap-agent" agent
+    pipeline_setup --agent snap/handshake snap/text-turn snap/tool-turn
     sed "s|^command = .*|command = $BATS_TEST_TMPDIR/agent|" "$ROOT/scenarios/acpsnap-agent.profile" > snap/agent.profile
     printf '%s\n' '{"name":"handshake","hasModelTurn":false,"recorded":false}' \
         '{"name":"text-turn","hasModelTurn":true,"recorded":true,"pinsHeader":true}' \

@@ -8,10 +8,7 @@ bats_require_minimum_version 1.5.0
 load helpers/common
 
 setup() {
-    [ -x "$BIN/acpsnap-agent" ] || skip "the reference agent is not built"
-    cd "$BATS_TEST_TMPDIR"
-    export TMPDIR=$BATS_TEST_TMPDIR/tmp
-    mkdir -p "$TMPDIR"
+    pipeline_setup
     unset ACPSNAP_PENDING ACPSNAP_SNAPSHOTS
     cp -a "$ROOT/scenarios" snap
     cp "$BIN/acpsnap-agent" agent

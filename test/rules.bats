@@ -9,12 +9,7 @@ bats_require_minimum_version 1.5.0
 load helpers/common
 
 setup() {
-    [ -x "$BIN/acpsnap-agent" ] || skip "the reference agent is not built"
-    cd "$BATS_TEST_TMPDIR"
-    export TMPDIR=$BATS_TEST_TMPDIR/tmp
-    mkdir -p "$TMPDIR" snap
-    # a private copy: the tree's binary may be relinked while the suite runs
-    cp "$BIN/acpsnap-agent" agent
+    pipeline_setup --agent snap
     cat > volatile-agent <<EOF
 #!/usr/bin/env bash
 rnd() { printf 'msg_01J%s' "\$(od -An -N8 -tx1 /dev/urandom | tr -d ' \\n' | tr a-f A-F)"; }

@@ -4,10 +4,7 @@ bats_require_minimum_version 1.5.0
 load helpers/common
 
 setup() {
-    [ -x "$BIN/acpsnap-agent" ] || skip "the reference agent is not built"
-    cd "$BATS_TEST_TMPDIR"
-    export TMPDIR=$BATS_TEST_TMPDIR/tmp
-    mkdir -p "$TMPDIR"
+    pipeline_setup
 }
 
 # A private copy of the tree and the agent (the tree's binary may be relinked).

@@ -8,12 +8,7 @@ bats_require_minimum_version 1.5.0
 load helpers/common
 
 setup() {
-    [ -x "$BIN/acpsnap-agent" ] || skip "the reference agent is not built"
-    cd "$BATS_TEST_TMPDIR"
-    export TMPDIR=$BATS_TEST_TMPDIR/tmp
-    mkdir -p "$TMPDIR" snap/chat snap/hello
-    # a private copy: the tree's binary may be relinked while the suite runs
-    cp "$BIN/acpsnap-agent" agent
+    pipeline_setup --agent snap/chat snap/hello
     printf '%s\n' "command = $BATS_TEST_TMPDIR/agent" 'provider = replay-serve' \
         'harvest = */session.jsonl */session.jsonl.zstd' 'replay.env = ACPSNAP_SNAPSHOT=live' \
         'replay.env = DEEPSEEK_BASE_URL=${ACPSNAP_PROVIDER_URL}' 'replay.env = DEEPSEEK_API_KEY=unused' > snap/agent.profile

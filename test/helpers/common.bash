@@ -26,3 +26,17 @@ oracle_of() { # fixture → oracle path prefix (…/oracle/<scenario>/<file>)
 json_lines_equal() {
     diff <(jq -cS . "$1") <(jq -cS . "$2")
 }
+
+# For suites that run the reference agent through the pipelines: skips when
+# it is not built; works in the test's own directory with a private TMPDIR;
+# makes the directories named; copies the agent to ./agent when asked
+# (--agent: the tree's binary may be relinked while the suite runs).
+pipeline_setup() { # [--agent] [DIR...]
+    [ -x "$BIN/acpsnap-agent" ] || skip "the reference agent is not built"
+    cd "$BATS_TEST_TMPDIR"
+    export TMPDIR=$BATS_TEST_TMPDIR/tmp
+    local copy=
+    [ "${1-}" = --agent ] && { copy=1; shift; }
+    mkdir -p "$TMPDIR" "$@"
+    [ -z "$copy" ] || cp "$BIN/acpsnap-agent" agent
+}

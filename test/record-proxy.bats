@@ -113,3 +113,191 @@ no_key() {
     assert_equal "$(tree_sum)" "$before"
     no_key snap "$TMPDIR"
 }
+
+# fail_row NAME: a transcript-only scenario NAME whose one prompt fails.
+fail_row() {
+    echo "{\"name\":\"$1\",\"hasModelTurn\":true,\"recorded\":true,\"sessionLog\":false}" >> snap/scenarios.jsonl
+    mkdir -p "snap/$1"
+    printf '{"steps":[{"op":"initialize"},{"op":"newSession"},{"op":"promptExpectError","text":"Say something."}]}\n' > "snap/$1/input.json"
+    cp snap/chat/provider.jsonl snap/chat/stdout.expected.jsonl "snap/$1/"
+}
+
+@test "record-proxy: an upstream stream cut mid-way is recorded as a throw with its prefix, and replays" {
+    fail_row cut
+    echo '{"kind":"throw","chunks":[{"type":"block-start","index":0,"blockType":"text"},{"type":"text-delta","index":0,"text":"Part"}],"message":"cut","code":"TRANSPORT"}' > cut.jsonl
+    up cut.jsonl
+    run -0 rec cut
+    assert_line --regexp '^recorded +cut +[0-9.]+ s  \(wrote stdout.expected.jsonl provider.jsonl\)$'
+    up_stop
+    assert_equal "$UP_STATUS" 0
+    # the recording says what the proxy saw: the prefix, then the cut
+    assert_equal "$(cat snap/cut/provider.jsonl)" '{"kind":"throw","chunks":[{"type":"block-start","index":0,"blockType":"text"},{"type":"text-delta","index":0,"text":"Part"}],"message":"the upstream connection was cut mid-stream","code":"TRANSPORT"}'
+    # the agent's error, as its client library words the cut
+    run -0 tail -1 snap/cut/stdout.expected.jsonl
+    assert_output '{"jsonrpc":"2.0","id":3,"error":{"code":-32603,"message":"Transferred a partial file"}}'
+    run -0 grep -c '"text":"Part"' snap/cut/stdout.expected.jsonl
+    assert_output 1
+    run -0 acpsnap-replay -d snap cut
+    assert_line --regexp '^ok +cut +[0-9.]+ s$'
+}
+
+@test "record-proxy: upstream error answers (429, 500) are recorded as throws with their status, and replay" {
+    fail_row limited
+    fail_row broken
+    printf '%s\n' '{"kind":"throw","chunks":[],"message":"Rate Limit Reached","code":"RATE_LIMIT","status":429}' > limited.jsonl
+    printf '%s\n' '{"kind":"throw","chunks":[],"message":"model exploded","code":"PROVIDER","status":500}' > broken.jsonl
+    up limited.jsonl
+    run -0 rec limited
+    assert_line --regexp '^recorded +limited +[0-9.]+ s  \(wrote stdout.expected.jsonl provider.jsonl\)$'
+    up_stop
+    up broken.jsonl
+    run -0 rec broken
+    assert_line --regexp '^recorded +broken +[0-9.]+ s  \(wrote stdout.expected.jsonl provider.jsonl\)$'
+    up_stop
+    assert_equal "$(cat snap/limited/provider.jsonl)" '{"kind":"throw","chunks":[],"message":"Rate Limit Reached","code":"RATE_LIMIT","status":429}'
+    assert_equal "$(cat snap/broken/provider.jsonl)" '{"kind":"throw","chunks":[],"message":"model exploded","code":"SERVER","status":500}'
+    # (the code is the one the status maps to, replay-serve(1) Recording:
+    # a wire carries no PROVIDER)
+    run -0 tail -1 snap/limited/stdout.expected.jsonl
+    assert_output '{"jsonrpc":"2.0","id":3,"error":{"code":-32603,"message":"HTTP 429: Rate Limit Reached"}}'
+    run -0 tail -1 snap/broken/stdout.expected.jsonl
+    assert_output '{"jsonrpc":"2.0","id":3,"error":{"code":-32603,"message":"HTTP 500: model exploded"}}'
+    run -0 acpsnap-replay -d snap limited broken
+    assert_line --regexp '^ok +limited +[0-9.]+ s$'
+    assert_line --regexp '^ok +broken +[0-9.]+ s$'
+}
+
+# tool_row NAME COMMAND: a transcript-only scenario NAME whose model runs
+# COMMAND with bash, then says DONE; its upstream script in NAME.jsonl.
+tool_row() {
+    echo "{\"name\":\"$1\",\"hasModelTurn\":true,\"recorded\":true,\"sessionLog\":false}" >> snap/scenarios.jsonl
+    mkdir -p "snap/$1"
+    printf '{"steps":[{"op":"initialize"},{"op":"newSession"},{"op":"prompt","text":"Run it."}]}\n' > "snap/$1/input.json"
+    cp snap/chat/provider.jsonl snap/chat/stdout.expected.jsonl "snap/$1/"
+    local args; args=$(jq -cn --arg c "$2" '{command: $c}')
+    jq -cn --arg a "$args" '{kind:"chunks",chunks:[{type:"block-start",index:0,blockType:"tool-call"},
+      {type:"tool-call-delta",index:0,id:"call_1",name:"bash",argumentsDelta:$a},
+      {type:"block-end",index:0,block:{type:"tool-call",id:"call_1",name:"bash",arguments:$a}},
+      {type:"finish",reason:{kind:"tool-calls"}}]}' > "$1.jsonl"
+    jq -cn '{kind:"chunks",chunks:[{type:"block-start",index:0,blockType:"text"},{type:"text-delta",index:0,text:"DONE"},
+      {type:"block-end",index:0,block:{type:"text",text:"DONE"}},{type:"finish",reason:{kind:"stop"}}]}' >> "$1.jsonl"
+}
+
+@test "record-proxy: the upstream key reaches no file: fixtures, kept runs, reports, pending, temporary files, output" {
+    # the agent (a wrapper that dumps its environment into seen/) and the
+    # profile's expansions do not see the key: the proxy has it
+    mkdir seen
+    printf '#!/bin/sh\nenv > "%s/seen/agent.$$"\nexec "%s/agent" "$@"\n' "$BATS_TEST_TMPDIR" "$BATS_TEST_TMPDIR" > wrap
+    chmod +x wrap
+    sed -i "s|^command = .*|command = $BATS_TEST_TMPDIR/wrap|" snap/agent.profile
+    echo 'record.env = PEEK=${FAKE_KEY:-hidden}' >> snap/agent.profile
+    up upstream.jsonl
+    run -0 rec --keep kept --report junit:r.xml --report tap:r.tap chat
+    assert_line --regexp '^recorded +chat '
+    up_stop
+    assert_equal "$UP_STATUS" 0
+    cmp upstream.jsonl snap/chat/provider.jsonl
+    # the recording run and its two replays
+    [ "$(ls seen | wc -l)" = 3 ]
+    run -0 bash -c "grep -h -e '^PEEK=' -e '^DEEPSEEK_API_KEY=' seen/* | LC_ALL=C sort"
+    assert_output $'DEEPSEEK_API_KEY=unused\nDEEPSEEK_API_KEY=unused\nDEEPSEEK_API_KEY=unused-by-the-proxy\nPEEK=hidden'
+    # what the proxy left in the kept run: its recording and its log, no key
+    [ -s kept/chat/provider.jsonl ] && [ -s kept/chat/replay-serve.log ]
+    no_key snap seen kept r.xml r.tap "$TMPDIR"
+    refute_output --partial "$KEY"
+    # a failing replay's pending entry holds none either
+    sed -i 's/"HI"/"HO"/' snap/chat/stdout.expected.jsonl
+    run -1 acpsnap-replay -d snap chat
+    [ -d .acpsnap/pending/chat ]
+    no_key snap .acpsnap "$TMPDIR"
+}
+
+@test "record-proxy: a recording that holds the upstream key is refused, and nothing is written" {
+    # the upstream's model says the key: it would land in provider.jsonl and the transcript
+    jq -c --arg k "$KEY" '.chunks |= map(if .type == "text-delta" then .text = $k elif .type == "block-end" then .block.text = $k else . end)' \
+        <(tail -1 upstream.jsonl) > says.jsonl
+    head -1 upstream.jsonl | cat - says.jsonl > leak.jsonl
+    local before; before=$(tree_sum)
+    up leak.jsonl
+    run -1 rec chat
+    up_stop
+    assert_line --regexp '^FAIL +chat +[0-9.]+ s$'
+    assert_line '    chat/stdout.expected.jsonl: the recording holds the provider key ($DEEPSEEK_API_KEY, ACPSNAP_PROVIDER_KEY or $FAKE_KEY); nothing written'
+    assert_line '    chat/provider.jsonl: the recording holds the provider key ($DEEPSEEK_API_KEY, ACPSNAP_PROVIDER_KEY or $FAKE_KEY); nothing written'
+    refute_output --partial "$KEY"
+    assert_equal "$(tree_sum)" "$before"
+    no_key snap "$TMPDIR"
+}
+
+@test "record-proxy: a record whose replays disagree writes nothing" {
+    tool_row noise 'od -An -N8 -tx1 /dev/urandom'
+    local before; before=$(tree_sum)
+    up noise.jsonl
+    run -1 rec noise
+    up_stop
+    assert_equal "$UP_STATUS" 0
+    assert_line --regexp '^FAIL +noise +[0-9.]+ s$'
+    assert_line '    the recording does not replay deterministically; nothing written:'
+    assert_line '    --- recorded'
+    assert_line '    +++ replay'
+    assert_equal "$(tree_sum)" "$before"
+    [ -z "$(find snap -name '*.acpsnap-*')" ]
+    [ -z "$(ls -A "$TMPDIR")" ]
+}
+
+@test "record-proxy: a record killed while the agent runs, or once staged, leaves the scenario as it was" {
+    local before; before=$(tree_sum)
+    # killed mid-call: the upstream hangs
+    echo '{"kind":"hang"}' > hang.jsonl
+    up hang.jsonl
+    ACPSNAP_UPSTREAM=$UP_URL ACPSNAP_UPSTREAM_KEY_ENV=FAKE_KEY setsid acpsnap-record -d snap chat > rec.out 2>&1 &
+    local pid=$! i
+    sleep 1     # the agent waits on the hanging stream
+    kill -TERM -- -"$pid"
+    wait "$pid" || true
+    sleep 0.2
+    kill -9 "$UP_PID"; wait "$UP_PID" || true
+    assert_equal "$(tree_sum)" "$before"
+    [ -z "$(find snap -name '*.acpsnap-*')" ]
+    [ -z "$(ls -A "$TMPDIR")" ] || { ls -la "$TMPDIR"; return 1; }
+    # killed once the new directory is staged, before the swap
+    up upstream.jsonl
+    ACPSNAP_TEST_PAUSE_BEFORE_SWAP=$BATS_TEST_TMPDIR/pause ACPSNAP_UPSTREAM=$UP_URL ACPSNAP_UPSTREAM_KEY_ENV=FAKE_KEY \
+        setsid acpsnap-record -d snap chat > rec.out 2>&1 &
+    pid=$!
+    for i in $(seq 1000); do [ -e pause ] && break; sleep 0.02; done
+    [ -e pause ] || { cat rec.out; fail "the record never paused"; }
+    local stage; stage=$(echo snap/.chat.acpsnap-new.*)
+    [ -d "$stage" ] && cmp upstream.jsonl "$stage/provider.jsonl"
+    kill -9 -- -"$pid"
+    wait "$pid" || true
+    up_stop
+    rm pause
+    assert_equal "$(tree_sum | grep -v '\.acpsnap-new\.')" "$before"
+    # the next write run clears the staging entry, and records
+    up upstream.jsonl
+    run -0 rec chat
+    assert_line "acpsnap-replay: $BATS_TEST_TMPDIR/$stage: removed a staging entry left by an interrupted record/refresh"
+    assert_line --regexp '^recorded +chat '
+    up_stop
+    cmp upstream.jsonl snap/chat/provider.jsonl
+    [ -z "$(find snap -name '*.acpsnap-*')" ]
+}
+
+@test "record-proxy: bad settings are refused with exact messages, before anything runs" {
+    local before; before=$(tree_sum)
+    CI= ACPSNAP_UPSTREAM=http://127.0.0.1:9 ACPSNAP_UPSTREAM_KEY_ENV=NO_SUCH_KEY run -2 --separate-stderr acpsnap-record -d snap
+    assert_equal "$stderr" 'acpsnap-replay: record needs the upstream key in $NO_SUCH_KEY (ACPSNAP_UPSTREAM_KEY_ENV)'
+    CI= ACPSNAP_UPSTREAM=http://127.0.0.1:9 ACPSNAP_UPSTREAM_KEY_ENV='A-B' run -2 --separate-stderr acpsnap-record -d snap
+    assert_equal "$stderr" 'acpsnap-replay: ACPSNAP_UPSTREAM_KEY_ENV must name an environment variable'
+    CI=1 ACPSNAP_UPSTREAM=http://127.0.0.1:9 ACPSNAP_UPSTREAM_KEY_ENV=FAKE_KEY run -2 --separate-stderr acpsnap-record -d snap
+    assert_equal "$stderr" 'acpsnap-replay: record refuses to run under CI against a live provider (set ACPSNAP_PROVIDER=replay-serve to record from provider scripts)'
+    # the agent's own key is not needed: the proxy sends the upstream's
+    # (here none); a profile that does not say provider = replay-serve runs
+    # no proxy, so nothing is run
+    sed -i 's/^provider = replay-serve$/provider = agent/' snap/agent.profile
+    ACPSNAP_UPSTREAM=http://127.0.0.1:9 run -2 acpsnap-record -d snap chat
+    assert_line --regexp '^FAIL +chat +[0-9.]+ s$'
+    assert_line "    chat is a \"sessionLog\": false scenario, recorded through replay-serve's recording proxy (ACPSNAP_UPSTREAM), but the profile $BATS_TEST_TMPDIR/snap/agent.profile does not say provider = replay-serve; nothing was run"
+    assert_equal "$(tree_sum | grep -v agent.profile)" "$(grep -v agent.profile <<<"$before")"
+}

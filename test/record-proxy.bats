@@ -301,3 +301,23 @@ tool_row() {
     assert_line "    chat is a \"sessionLog\": false scenario, recorded through replay-serve's recording proxy (ACPSNAP_UPSTREAM), but the profile $BATS_TEST_TMPDIR/snap/agent.profile does not say provider = replay-serve; nothing was run"
     assert_equal "$(tree_sum | grep -v agent.profile)" "$(grep -v agent.profile <<<"$before")"
 }
+
+@test "record-proxy: replay of the recorded scenario in a namespace with loopback alone passes: replay makes no other connection" {
+    command -v unshare >/dev/null && unshare -rn true 2>/dev/null || skip "unshare -rn (a new user and network namespace) is not available here"
+    command -v ip >/dev/null || skip "ip(8) is not installed: loopback cannot be brought up in the namespace"
+    up upstream.jsonl
+    run -0 rec chat
+    assert_line --regexp '^recorded +chat '
+    up_stop
+    local before; before=$(tree_sum)
+    # the namespace has no route off the machine (the control), and replay
+    # passes in it, with the upstream's address still in the environment
+    run unshare -rn bash -c 'ip link set lo up && curl -sS --max-time 5 -o /dev/null http://192.0.2.1/ 2>&1'
+    assert_failure
+    assert_output --partial 'Failed to connect to 192.0.2.1'
+    ACPSNAP_UPSTREAM=$UP_URL run -0 unshare -rn bash -c 'ip link set lo up && acpsnap-replay -d snap'
+    assert_line --regexp '^ok +chat +[0-9.]+ s$'
+    assert_line --regexp '^ok +hello +[0-9.]+ s$'
+    assert_line --regexp '^replay: 2 scenarios: 2 passed, 0 failed, 0 skipped \([0-9.]+ s\)$'
+    assert_equal "$(tree_sum)" "$before"
+}

@@ -183,6 +183,20 @@ tool_row() {
       {type:"block-end",index:0,block:{type:"text",text:"DONE"}},{type:"finish",reason:{kind:"stop"}}]}' >> "$1.jsonl"
 }
 
+@test "record-proxy: make record through the make fragment records through the proxy too" {
+    printf 'ACPSNAP_SNAPSHOTS := snap\nACPSNAP_BIN := %s\ninclude %s\n' "$BIN" "$ROOT/share/acpsnap.mk" > Makefile
+    up upstream.jsonl
+    ACPSNAP_UPSTREAM=$UP_URL ACPSNAP_UPSTREAM_KEY_ENV=FAKE_KEY run -0 make -s record SCENARIO=chat
+    assert_line --regexp '^recorded +chat +[0-9.]+ s  \(wrote stdout.expected.jsonl provider.jsonl\)$'
+    up_stop
+    cmp upstream.jsonl snap/chat/provider.jsonl
+    run -0 make -s replay
+    assert_line --regexp '^replay: 2 scenarios: 2 passed, 0 failed, 0 skipped \([0-9.]+ s\)$'
+    # without ACPSNAP_UPSTREAM (nor ACPSNAP_PROVIDER) there is nothing to record it from
+    DEEPSEEK_API_KEY=sk-unused-here run -2 make -s record SCENARIO=chat
+    assert_line --partial 'chat is a "sessionLog": false scenario: its provider.jsonl is recorded through replay-serve'"'"'s recording proxy: set ACPSNAP_UPSTREAM'
+}
+
 @test "record-proxy: the upstream key reaches no file: fixtures, kept runs, reports, pending, temporary files, output" {
     # the agent (a wrapper that dumps its environment into seen/) and the
     # profile's expansions do not see the key: the proxy has it

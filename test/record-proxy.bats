@@ -241,6 +241,12 @@ tool_row() {
     refute_output --partial "$KEY"
     assert_equal "$(tree_sum)" "$before"
     no_key snap "$TMPDIR"
+    # the same variable for both keys is named once
+    up leak.jsonl
+    ACPSNAP_KEY_VAR=FAKE_KEY run -1 rec chat
+    up_stop
+    assert_line '    chat/provider.jsonl: the recording holds the provider key ($FAKE_KEY or ACPSNAP_PROVIDER_KEY); nothing written'
+    assert_equal "$(tree_sum)" "$before"
 }
 
 @test "record-proxy: a record whose replays disagree writes nothing" {

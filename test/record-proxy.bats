@@ -320,6 +320,14 @@ tool_row() {
     assert_line --regexp '^FAIL +chat +[0-9.]+ s$'
     assert_line "    chat is a \"sessionLog\": false scenario, recorded through replay-serve's recording proxy (ACPSNAP_UPSTREAM), but the profile $BATS_TEST_TMPDIR/snap/agent.profile does not say provider = replay-serve; nothing was run"
     assert_equal "$(tree_sum | grep -v agent.profile)" "$(grep -v agent.profile <<<"$before")"
+    # the provider key is read through the profile's includes, the last one counting
+    sed 's/^provider = agent$/provider = replay-serve/' snap/agent.profile > base.profile
+    printf '%s\n' 'provider = agent' 'include = ../base.profile' > snap/agent.profile
+    up upstream.jsonl
+    run -0 rec chat
+    assert_line --regexp '^recorded +chat '
+    up_stop
+    cmp upstream.jsonl snap/chat/provider.jsonl
 }
 
 @test "record-proxy: replay of the recorded scenario in a namespace with loopback alone passes: replay makes no other connection" {

@@ -11,7 +11,8 @@
 # include, ACPSNAP_TARGET_PREFIX := acpsnap- (giving acpsnap-replay,
 # acpsnap-record, ...), and the hints then name those.
 #   replay    keyless replay of the selected scenarios; writes nothing
-#   record    record them (live API, or ACPSNAP_PROVIDER=replay-serve)
+#   record    record them (live API, ACPSNAP_UPSTREAM, or
+#             ACPSNAP_PROVIDER=replay-serve)
 #   refresh   rewrite the outputs and session fixtures that changed
 #   update    rewrite only stdout.expected.jsonl
 #   guard     fixture-guard on the snapshots directory
@@ -25,6 +26,13 @@
 # ACPSNAP_REPORT=junit:FILE,tap:FILE writes reports (acpsnap-report(1)).
 # ACPSNAP_PROVIDER=replay-serve makes record play each scenario's
 # provider.jsonl from a loopback replay-serve instead of the live API.
+# ACPSNAP_UPSTREAM=URL (the provider's base URL) makes record go through
+# replay-serve's recording proxy in front of that provider, for a profile
+# saying provider = replay-serve; ACPSNAP_UPSTREAM_KEY_ENV=NAME names the
+# variable holding the provider's key (the name, never the key), which only
+# the proxy sees. This is how a "sessionLog": false scenario's provider.jsonl
+# is recorded: once through the proxy, then written with its transcript only
+# after two replays of it agree (acpsnap-replay(1), TRANSCRIPT-ONLY SCENARIOS).
 # ACPSNAP_BIN: where the acpsnap tools are (default: found on PATH), e.g.
 # an acpsnap tree's build/rel/bin; the agent of a profile whose command is
 # a bare name is looked up there first too.

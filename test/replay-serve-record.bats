@@ -366,3 +366,77 @@ replay-serve: request 1: not a streaming request ("stream": true is required)'
     [ ! -e d ]
     stop up
 }
+
+# The Responses and Messages wires, round trip: an upstream replay-serve
+# serving an authored script on the endpoint, the proxy recording with curl as
+# client, the recording served back on the same endpoint. With --created the
+# streams are the same bytes on every run, so the recording served back gives
+# exactly what the upstream gave directly. The recorded entries are the
+# authored ones (written as these wires stream them: each block closed before
+# the next opens), except where the wire cannot say what the script said: a
+# stream that ends without its terminal event, or is cut, is recorded with
+# the proxy's message (the authored one never reaches the wire); usage on
+# Responses always carries reasoning_tokens (a usage without it is recorded
+# with reasoningTokens 0), and Messages has none (reasoningTokens is not
+# recorded); an HTTP error's code is the one its status maps to (503:
+# SERVER_OVERLOADED), so a 503 whose Messages body said api_error is served
+# back saying overloaded_error: the only bytes of the round trip that differ.
+SEQ_TOOLS='{"kind":"chunks","chunks":[{"type":"block-start","index":0,"blockType":"reasoning"},{"type":"reasoning-delta","index":0,"text":"List it."},{"type":"block-end","index":0,"block":{"type":"reasoning","text":"List it."}},{"type":"block-start","index":1,"blockType":"tool-call"},{"type":"tool-call-delta","index":1,"id":"call_00_a","name":"bash","argumentsDelta":"{\"cmd\":"},{"type":"tool-call-delta","index":1,"id":"call_00_a","name":"bash","argumentsDelta":"\"ls\"}"},{"type":"block-end","index":1,"block":{"type":"tool-call","id":"call_00_a","name":"bash","arguments":"{\"cmd\":\"ls\"}"}},{"type":"usage","usage":{"inputTokens":100,"outputTokens":20,"cacheReadTokens":8,"reasoningTokens":5}},{"type":"finish","reason":{"kind":"tool-calls"}}]}'
+wire_round_trip() { # ENDPOINT CLOSED_MESSAGE
+    local ep=$1 i prefix='[{"type":"block-start","index":0,"blockType":"text"},{"type":"text-delta","index":0,"text":"Part"}]'
+    BODY='{"model":"m","stream":true,"max_tokens":99,"messages":[{"role":"user","content":"Hi"}]}'
+    { printf '%s\n' "$TEXT" "$SEQ_TOOLS"
+      printf '{"kind":"throw","chunks":%s,"message":"model exploded","code":"SERVER"}\n' "$prefix"
+      printf '{"kind":"throw","chunks":%s,"message":"closed","code":"STREAM_CLOSED"}\n' "$prefix"
+      printf '{"kind":"throw","chunks":%s,"message":"cut","code":"TRANSPORT"}\n' "$prefix"
+      echo '{"kind":"throw","chunks":[],"message":"Rate Limit Reached","code":"RATE_LIMIT","status":429}'
+      echo '{"kind":"throw","chunks":[],"message":"upstream broke","code":"SERVER","status":503}'; } > script.jsonl
+    start direct --created 7 script.jsonl
+    for i in 0 1 2 3 4 5 6; do echo "$(get "$direct_URL" d$i "$ep")" >> direct.status; done
+    stop direct
+    assert_equal "$(tr '\n' ' ' < direct.status)" '200 200 200 200 200 429 503 '
+    start up --created 7 script.jsonl
+    start px --upstream "$up_URL" --upstream-key-env RS_TEST_KEY --record rec.jsonl
+    for i in 0 1 2 3 4 5 6; do echo "$(get "$px_URL" p$i "$ep")" >> px.status; done
+    stop px
+    assert_equal "$STATUS" 0
+    assert_equal "$(cat px.err)" 'replay-serve: request 4: the upstream stream was cut: transfer closed with outstanding read data remaining'
+    stop up
+    assert_equal "$STATUS" 0
+    cmp direct.status px.status
+    for i in 0 1 2 3 4 5 6; do cmp d$i p$i; done
+    # the recording: the authored entries but for the documented differences
+    sed -e "s/\"message\":\"closed\"/\"message\":\"$2\"/" \
+        -e 's/"message":"cut"/"message":"the upstream connection was cut mid-stream"/' \
+        -e 's/"code":"SERVER","status":503/"code":"SERVER_OVERLOADED","status":503/' script.jsonl > want.jsonl
+    if [ "$ep" = /v1/responses ]; then sed -i 's/"cacheReadTokens":64}/"cacheReadTokens":64,"reasoningTokens":0}/' want.jsonl
+    else sed -i 's/"cacheReadTokens":8,"reasoningTokens":5}/"cacheReadTokens":8}/' want.jsonl; fi
+    [ "$(wc -l < want.jsonl)" = 7 ] && ! cmp -s script.jsonl want.jsonl
+    cmp want.jsonl rec.jsonl
+    # served back on the same endpoint: the upstream's statuses and bytes
+    start back --created 7 rec.jsonl
+    for i in 0 1 2 3 4 5 6; do echo "$(get "$back_URL" b$i "$ep")" >> back.status; done
+    stop back
+    assert_equal "$STATUS" 0
+    cmp direct.status back.status
+    for i in 0 1 2 3 4 5; do cmp d$i b$i; done
+    # (the 503's recorded code names its status, not the body's error type:
+    # on Messages the upstream's api_error comes back as overloaded_error)
+    if [ "$ep" = /v1/responses ]; then cmp d6 b6
+    else sed 's/"type":"api_error"/"type":"overloaded_error"/' d6 | cmp - b6; ! cmp -s d6 b6; fi
+    # the throws on the wire: in band mid-stream, no terminal event, a cut, HTTP errors
+    grep -q '"model exploded"' b2
+    run -0 grep -c '"Part"' b3 b4
+    assert_output $'b3:1\nb4:1'
+    grep -q 'Rate Limit Reached' b5
+    grep -q 'upstream broke' b6
+    no_key
+}
+
+@test "record: OpenAI Responses round trip: the recording served back on /v1/responses is the upstream's bytes, throws and 4xx/5xx included" {
+    wire_round_trip /v1/responses 'the stream ended without a terminal response event'
+}
+
+@test "record: Anthropic Messages round trip: the recording served back on /v1/messages is the upstream's bytes, throws and 4xx/5xx included" {
+    wire_round_trip /v1/messages 'the stream ended without message_stop'
+}

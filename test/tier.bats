@@ -214,14 +214,14 @@ fixture-guard: snap/chat/provider.jsonl: empty; the scenario has a model turn, w
     [ "$(ls snap/chat)" = $'input.json\nprovider.jsonl\nstdout.expected.jsonl' ]
 }
 
-@test "tier: record needs a recording provider for provider.jsonl, and refreshes what it can" {
+@test "tier: record needs the recording proxy (ACPSNAP_UPSTREAM) for provider.jsonl, and refreshes what it can" {
     sed -i 's/"name":"chat","hasModelTurn":true,"recorded":false/"name":"chat","hasModelTurn":true,"recorded":true/' snap/scenarios.jsonl
     sed -i 's/"HI"/"HO"/' snap/chat/stdout.expected.jsonl
     echo '{"jsonrpc":"2.0","method":"x"}' >> snap/hello/stdout.expected.jsonl
     local before; before=$(tree_sum)
     DEEPSEEK_API_KEY=sk-test-not-used run -2 acpsnap-replay -d snap --mode record chat
     assert_line --regexp '^FAIL +chat +[0-9.]+ s$'
-    assert_line '    chat is a "sessionLog": false scenario: its provider.jsonl can only be recorded through a recording provider, which this pipeline does not have; author provider.jsonl (acpsnap-replay(5)) and refresh the transcript (make refresh SCENARIO=chat), or record with ACPSNAP_PROVIDER=replay-serve'
+    assert_line '    chat is a "sessionLog": false scenario: its provider.jsonl is recorded through replay-serve'"'"'s recording proxy: set ACPSNAP_UPSTREAM to the provider'"'"'s base URL (and ACPSNAP_UPSTREAM_KEY_ENV to the name of the variable holding its key), or author provider.jsonl (acpsnap-replay(5)) and record with ACPSNAP_PROVIDER=replay-serve or refresh the transcript (make refresh SCENARIO=chat)'
     assert_equal "$(tree_sum)" "$before"
     # without a model turn there is nothing to record from: its transcript is refreshed
     DEEPSEEK_API_KEY=sk-test-not-used run -0 acpsnap-replay -d snap --mode record hello

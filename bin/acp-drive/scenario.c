@@ -539,11 +539,18 @@ void start_provider(run *r, const char *script)
 
 // Record mode with ACPSNAP_UPSTREAM set: replay-serve as the recording proxy
 // in front of that provider; without it a recording agent calls its provider
-// itself.
+// itself. The proxy sends the key: the agent, its prepare hook and the
+// profile's expansions never see it (the variable is gone from our
+// environment once the proxy has it), and ACPSNAP_PROVIDER_KEY is
+// replay-serve's literal, as with --provider-script.
 void start_recording_proxy(run *r)
 {
     const char *up = getenv("ACPSNAP_UPSTREAM");
-    if (up && *up) start_serve_on(r, NULL, up);
+    if (!up || !*up) return;
+    start_serve_on(r, NULL, up);
+    const char *key_env = getenv("ACPSNAP_UPSTREAM_KEY_ENV");
+    if (key_env && *key_env) unsetenv(key_env);
+    vars_set(&r->vs, "ACPSNAP_PROVIDER_KEY", "replay-serve");
 }
 
 // Stops replay-serve: 1 and its stderr in err when it reported failures.

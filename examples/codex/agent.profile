@@ -7,9 +7,9 @@
 # The configuration is all on the command line (-c key=value): codex's
 # built-in local provider (model_provider=ollama), which speaks the
 # Responses wire to the base URL in CODEX_OSS_BASE_URL and needs no login;
-# a model codex knows, so that it offers its apply_patch tool; edits ask for
-# approval (the read-only sandbox, approval on request); no update check, no
-# analytics.
+# a model codex has metadata for (else its first turn opens with a warning
+# message); edits ask for approval (the read-only sandbox, approval on
+# request); no update check, no analytics.
 command = ../../build/agents/codex/node_modules/@zed-industries/codex-acp-linux-x64/bin/codex-acp -c model_provider=ollama -c model=gpt-5.4 -c approval_policy=on-request -c sandbox_mode=read-only -c check_for_update_on_startup=false -c analytics.enabled=false
 provider = replay-serve
 replay.env = CODEX_OSS_BASE_URL=${ACPSNAP_PROVIDER_URL}/v1

@@ -1,7 +1,7 @@
 # acpsnap - record-once / replay-deterministic snapshot tests for ACP agents.
 # Targets: all check unit install uninstall clean bench fuzz fuzz-smoke deps
-# depcheck, and the pipelines replay record refresh update guard review list
-# (share/acpsnap.mk; see README).
+# depcheck check-agents, and the pipelines replay record refresh update guard
+# review list (share/acpsnap.mk; see README).
 SHELL := /bin/bash
 .SHELLFLAGS := -o pipefail -ec
 
@@ -79,7 +79,7 @@ MAN1      := $(wildcard share/man/man1/*.1)
 MAN5      := $(wildcard share/man/man5/*.5)
 MAN7      := $(wildcard share/man/man7/*.7)
 
-.PHONY: all deps depcheck check test unit install uninstall clean bench fuzz fuzz-smoke tools FORCE
+.PHONY: all deps depcheck check check-agents test unit install uninstall clean bench fuzz fuzz-smoke tools FORCE
 .SECONDARY:
 .DELETE_ON_ERROR:
 all: $(TOOLS) $(SCRIPTS) $(AGENT)
@@ -169,6 +169,21 @@ check: $(PREP)
 	@$(MAKE) --no-print-directory fuzz-smoke
 	ACPSNAP_BUILD=$(BUILD) bats $(bats_jobs) --formatter tap --print-output-on-failure -r $(TESTS)
 test: check
+
+# check-agents: the worked examples, real third-party agents under acpsnap
+# (examples/opencode, examples/codex): each example's make replay, keyless
+# and offline. Each installs its pinned agent from npm into build/agents on
+# first use; deps installs npm when it is missing (share/deps.sh --agents).
+# One example after the other: scenarios of the same name share a spill root.
+AGENT_EXAMPLES := $(patsubst %/Makefile,%,$(sort $(wildcard examples/*/Makefile)))
+check-agents: $(if $(filter deps,$(PREP)),deps-agents,depcheck-agents)
+	@$(MAKE) --no-print-directory all
+	@for e in $(AGENT_EXAMPLES); do echo "== $$e"; $(MAKE) --no-print-directory -C $$e replay || exit 1; done
+.PHONY: deps-agents depcheck-agents
+deps-agents:
+	@./share/deps.sh --agents
+depcheck-agents:
+	@CC='$(CC)' ./share/deps.sh --check --agents
 
 unit: $(UNITS)
 	@for u in $(UNITS); do $$u || exit 1; done

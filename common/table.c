@@ -450,6 +450,7 @@ static const char *const opnames[] = {
     "promptAndWaitForAgentMessage", "promptExpectError", "promptAndCancel", "waitForFile",
     "waitForTurnStart", "waitForTurnEnd", "waitForSubagentTurnEnd", "waitForGoalPhase",
     "waitForInboxMessage", "waitForTitleAfterTurnEnd", "waitForEventAfterTurnEnd", "cancel",
+    "waitForSessionUpdate",
 };
 
 const char *as_op_name(as_op op)
@@ -478,6 +479,7 @@ static const stepfield op_fields[][4] = {
     [AS_OP_WAITFORTITLEAFTERTURNEND] = {{"timeoutMs", K_POSINT, 0}},
     [AS_OP_WAITFOREVENTAFTERTURNEND] = {{"type", K_STR, 1}, {"timeoutMs", K_POSINT, 0}},
     [AS_OP_CANCEL] = {{"waitForFile", K_WAITFILE, 0}},
+    [AS_OP_WAITFORSESSIONUPDATE] = {{"sessionUpdate", K_STR, 1}, {"timeoutMs", K_POSINT, 0}},
 };
 
 static const char *kind_name(int k)
@@ -569,7 +571,7 @@ static void check_step(as_input *in, int st, size_t idx, as_report_fn fn, void *
         report(fn, ctx, in->path, ln, msg); (*problems)++;
         return;
     }
-    for (int o = AS_OP_INITIALIZE; o <= AS_OP_CANCEL; o++)
+    for (int o = AS_OP_INITIALIZE; o <= AS_OP_LAST; o++)
         if (as_json_streq(j, op, opnames[o])) step.op = (as_op)o;
     if (step.op == AS_OP_UNKNOWN) {
         as_buf_printf(msg, "steps[%zu]: unknown op ", idx);

@@ -8,7 +8,18 @@
 #                     command, and exits 1 when one is missing. CC (default cc)
 #                     compiles the probes; BATS_LIB_PATH (default /usr/lib/bats)
 #                     is where bats-support and bats-assert must be.
+#   --agents          also what make check-agents needs: the npm command, which
+#                     installs the examples' agents (the Debian package npm
+#                     when the command is missing).
 set -e
+check_only= agents=
+for a in "$@"; do
+    case $a in
+    --check) check_only=1 ;;
+    --agents) agents=1 ;;
+    *) echo "usage: deps.sh [--check] [--agents]" >&2; exit 2 ;;
+    esac
+done
 PKGS="build-essential pkg-config clang libzstd-dev libjq-dev libonig-dev libcurl4-openssl-dev libmicrohttpd-dev bats bats-support bats-assert parallel jq zstd time bc valgrind curl git libxml2-utils"
 
 check() {
@@ -60,13 +71,14 @@ check() {
         IFS=$old_ifs
         [ -n "$found" ] || miss "bats library: $l (in BATS_LIB_PATH=${BATS_LIB_PATH:-/usr/lib/bats})"
     done
+    [ -z "$agents" ] || have npm || miss "command: npm (make check-agents installs the examples' agents with it)"
     have pkg-config || note "no pkg-config: linking -lzstd -lmicrohttpd as they are"
     parallel --version 2>/dev/null | grep -q 'GNU parallel' || note "no GNU parallel: the bats suites run one test at a time"
     have valgrind || note "no valgrind: test/agent-valgrind.bats is skipped"
     [ $missing -eq 0 ] || { echo "deps: install the above (INSTALL lists the Debian package names)" >&2; exit 1; }
 }
 
-if [ "${1:-}" = --check ]; then
+if [ -n "$check_only" ]; then
     check
     exit 0
 fi
@@ -76,6 +88,8 @@ if ! command -v dpkg-query >/dev/null 2>&1; then
     exit 0
 fi
 
+# npm by its command: Node.js from elsewhere may bring its own
+if [ -n "$agents" ] && ! command -v npm >/dev/null 2>&1; then PKGS="$PKGS npm"; fi
 missing=$(dpkg-query -W -f='${db:Status-Abbrev} ${Package}\n' $PKGS 2>/dev/null | awk '$1 != "ii" {print $2}')
 for p in $PKGS; do dpkg-query -W "$p" >/dev/null 2>&1 || missing="$missing $p"; done
 missing=$(echo $missing)

@@ -92,6 +92,7 @@ run_page() {
 @test "man-examples: acpsnap-scenarios(5)" { run_page man5/acpsnap-scenarios.5; }
 @test "man-examples: acpsnap-session(5)" { run_page man5/acpsnap-session.5; }
 @test "man-examples: acpsnap(7)" { run_page man7/acpsnap.7; }
+@test "man-examples: acpsnap-agents(7)" { run_page man7/acpsnap-agents.7; }
 
 # The harness itself: a broken example must fail the test.
 fake_page() { # body... → $BATS_TEST_TMPDIR/fake.1

@@ -237,3 +237,18 @@ fixture-guard: snap/chat/provider.jsonl: empty; the scenario has a model turn, w
     ACPSNAP_PROVIDER=replay-serve run -0 acpsnap-replay -d snap --mode record chat
     assert_line --regexp '^skip +chat +[0-9.]+ s  \(authored, not recorded\)$'
 }
+
+@test "tier: waitForSessionUpdate waits for a session/update kind on the wire, one already sent included" {
+    # the reference agent streams agent_message_chunk updates and no plan
+    printf '%s\n' '{"steps":[{"op":"initialize"},{"op":"newSession"},{"op":"prompt","text":"Run echo HI."},' \
+        '{"op":"waitForSessionUpdate","sessionUpdate":"agent_message_chunk"}]}' > snap/chat/input.json
+    run -0 fixture-guard snap
+    run -0 acp-drive -p snap/agent.profile -o run snap/chat
+    printf '%s\n' '{"steps":[{"op":"initialize"},{"op":"newSession"},{"op":"prompt","text":"Run echo HI."},' \
+        '{"op":"waitForSessionUpdate","sessionUpdate":"plan","timeoutMs":300}]}' > snap/chat/input.json
+    run -1 --separate-stderr acp-drive -p snap/agent.profile -o run2 snap/chat
+    assert_equal "${stderr_lines[0]}" 'acp-drive: snap/chat/input.json:2: step 3 (waitForSessionUpdate): no session/update "plan" arrived within 300 ms'
+    printf '{"steps":[{"op":"initialize"},{"op":"newSession"},{"op":"waitForSessionUpdate","sessionUpdate":1}]}\n' > snap/chat/input.json
+    run -1 --separate-stderr fixture-guard -n snap
+    assert_equal "$stderr" 'fixture-guard: snap/chat/input.json:1: steps[2] (waitForSessionUpdate): "sessionUpdate" must be a string'
+}

@@ -223,6 +223,31 @@ static int stray_error(run *r, const as_json *j, int id)
     return 1;
 }
 
+// Notes the sessionUpdate kind of a session/update notification, once.
+static void note_update(run *r, const as_json *j, int method)
+{
+    if (!as_json_streq(j, method, "session/update")) return;
+    int params = as_json_get(j, 0, "params");
+    int up = params >= 0 && j->t[params].type == AS_JOBJ ? as_json_get(j, params, "update") : -1;
+    int su = up >= 0 && j->t[up].type == AS_JOBJ ? as_json_get(j, up, "sessionUpdate") : -1;
+    if (su < 0 || j->t[su].type != AS_JSTR) return;
+    as_buf k = {0};
+    as_buf_putc(&k, '\n');
+    as_json_str(j, su, &k);
+    as_buf_putc(&k, '\n');
+    if (!memchr(k.p + 1, '\n', k.n - 2) && !update_seen(r, k.p + 1, k.n - 2))
+        as_buf_put(&r->updates_seen, k.p + (r->updates_seen.n ? 1 : 0), k.n - (r->updates_seen.n ? 1 : 0));
+    as_buf_free(&k);
+}
+
+int update_seen(const run *r, const char *kind, size_t n)
+{
+    const as_buf *b = &r->updates_seen;
+    for (size_t i = 0; i + n + 2 <= b->n; i++)
+        if (b->p[i] == '\n' && b->p[i + n + 1] == '\n' && !memcmp(b->p + i + 1, kind, n)) return 1;
+    return 0;
+}
+
 static void on_frame(run *r, const char *p, size_t n)
 {
     as_json *j = &r->frame;
@@ -231,7 +256,10 @@ static void on_frame(run *r, const char *p, size_t n)
     int id = as_json_get(j, 0, "id"), method = as_json_get(j, 0, "method");
     if (method >= 0 && j->t[method].type == AS_JSTR) {
         if (id >= 0) answer_agent(r, j, id, method);
-        else if (r->want_text && is_awaited(r, j, method)) r->want_seen = 1;
+        else {
+            if (r->want_text && is_awaited(r, j, method)) r->want_seen = 1;
+            note_update(r, j, method);
+        }
         return;
     }
     if (stray_error(r, j, id)) return;

@@ -223,6 +223,20 @@ static void do_wait_child(run *r, int st, const step_kind *k)
     free(m);
 }
 
+static int kind_seen(run *r, const void *ctx) { return update_seen(r, ctx, strlen(ctx)); }
+
+// waitForSessionUpdate: a session/update of the kind, already sent or to come.
+// For what an agent announces on its own time (codex-acp's
+// available_commands_update), so that it lands before the next step's frames.
+static void do_wait_update(run *r, int st, const step_kind *k)
+{
+    char *kind = step_str(r, st, "sessionUpdate");
+    char *late = xasprintf("no session/update \"%.60s\" arrived", kind);
+    char *gone = xasprintf("the agent exited before a session/update \"%.60s\"", kind);
+    wait_until(r, kind_seen, kind, step_timeout(r, st), late, gone);
+    free(gone); free(late); free(kind);
+}
+
 // ---------------------------------------------------------------- the table
 static const step_kind KINDS[] = {
     [AS_OP_INITIALIZE]              = { do_initialize, 0, 0, NULL, 0, NULL },
@@ -234,6 +248,7 @@ static const step_kind KINDS[] = {
     [AS_OP_PROMPTANDWAITFORAGENTMESSAGE] = { do_prompt, SESSION | AWAIT_TEXT, 0, NULL, 0, NULL },
     [AS_OP_PROMPTANDCANCEL]         = { do_prompt_and_cancel, SESSION, 0, NULL, 0, NULL },
     [AS_OP_CANCEL]                  = { do_cancel, SESSION, 0, NULL, 0, NULL },
+    [AS_OP_WAITFORSESSIONUPDATE]    = { do_wait_update, SESSION, 0, NULL, 0, NULL },
     [AS_OP_WAITFORFILE]             = { do_wait_file, 0, 0, NULL, 0, NULL },
     [AS_OP_WAITFORTURNSTART]        = { do_wait_turn_start, SESSION, W_TURNSTART, "minimumTurn", 1, TURN_START },
     [AS_OP_WAITFORTURNEND]          = { do_wait, SESSION, W_TURNEND, NULL, 0,

@@ -107,7 +107,7 @@ dry() { make -s -n "$1" SCENARIO='text-*'; }
     rm snap/handshake/stdout.expected.jsonl
     run -2 --separate-stderr make -s guard
     [[ $stderr == *"fixture-guard: snap/handshake/stdout.expected.jsonl: missing; every scenario needs its expected stdout"* ]]
-    mkdir snap/stray
+    mkdir snap/stray && : > snap/stray/input.json
     run -2 --separate-stderr make -s guard
     [[ $stderr == *"snap/stray: a snapshot directory the table does not name"* ]]
 }

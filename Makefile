@@ -178,7 +178,7 @@ test: check
 AGENT_EXAMPLES := $(patsubst %/Makefile,%,$(sort $(wildcard examples/*/Makefile)))
 check-agents: $(if $(filter deps,$(PREP)),deps-agents,depcheck-agents)
 	@$(MAKE) --no-print-directory all
-	@for e in $(AGENT_EXAMPLES); do echo "== $$e"; $(MAKE) --no-print-directory -C $$e replay || exit 1; done
+	@for e in $(AGENT_EXAMPLES); do echo "== $$e"; $(MAKE) --no-print-directory -C $$e replay record-loopback || exit 1; done
 .PHONY: deps-agents depcheck-agents
 deps-agents:
 	@./share/deps.sh --agents

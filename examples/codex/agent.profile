@@ -12,7 +12,7 @@
 # request); no update check, no analytics.
 command = ../../build/agents/codex/node_modules/@zed-industries/codex-acp-linux-x64/bin/codex-acp -c model_provider=ollama -c model=gpt-5.4 -c approval_policy=on-request -c sandbox_mode=read-only -c check_for_update_on_startup=false -c analytics.enabled=false
 provider = replay-serve
-replay.env = CODEX_OSS_BASE_URL=${ACPSNAP_PROVIDER_URL}/v1
+env = CODEX_OSS_BASE_URL=${ACPSNAP_PROVIDER_URL}/v1
 rules = rules.jq
 rpc-timeout = 20000
 # A private, empty CODEX_HOME: no user config, auth or session state leaks

@@ -27,4 +27,4 @@ env = OPENCODE_DISABLE_EXTERNAL_SKILLS=1
 # The whole configuration: one model "m" of a provider "replay" at
 # replay-serve's URL; edits ask for permission; the title agent is off (it
 # would make a second model call, concurrent with the turn's).
-replay.env = OPENCODE_CONFIG_CONTENT={"model":"replay/m","share":"disabled","autoupdate":false,"permission":{"edit":"ask"},"agent":{"title":{"disable":true}},"provider":{"replay":{"npm":"@ai-sdk/openai-compatible","options":{"baseURL":"${ACPSNAP_PROVIDER_URL}/v1","apiKey":"none"},"models":{"m":{}}}}}
+env = OPENCODE_CONFIG_CONTENT={"model":"replay/m","share":"disabled","autoupdate":false,"permission":{"edit":"ask"},"agent":{"title":{"disable":true}},"provider":{"replay":{"npm":"@ai-sdk/openai-compatible","options":{"baseURL":"${ACPSNAP_PROVIDER_URL}/v1","apiKey":"none"},"models":{"m":{}}}}}

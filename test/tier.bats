@@ -219,12 +219,12 @@ fixture-guard: snap/chat/provider.jsonl: empty; the scenario has a model turn, w
     sed -i 's/"HI"/"HO"/' snap/chat/stdout.expected.jsonl
     echo '{"jsonrpc":"2.0","method":"x"}' >> snap/hello/stdout.expected.jsonl
     local before; before=$(tree_sum)
-    DEEPSEEK_API_KEY=sk-test-not-used run -2 acpsnap-replay -d snap --mode record chat
+    CI= DEEPSEEK_API_KEY=sk-test-not-used run -2 acpsnap-replay -d snap --mode record chat
     assert_line --regexp '^FAIL +chat +[0-9.]+ s$'
     assert_line '    chat is a "sessionLog": false scenario: its provider.jsonl is recorded through replay-serve'"'"'s recording proxy: set ACPSNAP_UPSTREAM to the provider'"'"'s base URL (and ACPSNAP_UPSTREAM_KEY_ENV to the name of the variable holding its key), or author provider.jsonl (acpsnap-replay(5)) and record with ACPSNAP_PROVIDER=replay-serve or refresh the transcript (make refresh SCENARIO=chat)'
     assert_equal "$(tree_sum)" "$before"
     # without a model turn there is nothing to record from: its transcript is refreshed
-    DEEPSEEK_API_KEY=sk-test-not-used run -0 acpsnap-replay -d snap --mode record hello
+    CI= DEEPSEEK_API_KEY=sk-test-not-used run -0 acpsnap-replay -d snap --mode record hello
     assert_line --regexp '^refreshed +hello +[0-9.]+ s  \(wrote stdout.expected.jsonl\)$'
     # against replay-serve provider.jsonl is the provider: the transcript is refreshed
     ACPSNAP_PROVIDER=replay-serve run -0 acpsnap-replay -d snap --mode record

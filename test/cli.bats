@@ -36,3 +36,13 @@ tools() { # the tools of bin/: one per C source, and the pipeline scripts
         [ -n "$stderr" ] || fail "$t: no message for a bad option"
     done
 }
+
+@test "cli: acpsnap-replay --help says what each option does" {
+    run -0 --separate-stderr acpsnap-replay --help
+    assert_line --index 0 --partial 'usage: acpsnap-replay [-d SNAPDIR]'
+    local o
+    for o in --snapshots --profile --jobs --mode --list --shard --timings-in --timings --report --keep --verbose; do
+        assert_line --regexp "^ +(-[a-z], )?$o( |\$)"
+    done
+    assert_line 'Exit status: 0 every scenario passed, 1 one failed, 2 trouble.'
+}

@@ -7,6 +7,7 @@
 //   in.c       line reader over files and stdin, zstd detected by magic
 //   out.c      checked buffered writer, plain or zstd frames; atomic file writes
 //   json.c     strict RFC 8259 scanner producing byte-span tokens
+//   simd.c     its stage 1: byte classes 64 at a time (AVX-512BW, AVX2, SSE2, C)
 //   jstr.c     string decoding and JSON.stringify-exact string writing
 //   jedit.c    splicing object members (remove keys, insert members)
 //   session.c  the session log codec: decode (rows → events), pack, project
@@ -155,12 +156,18 @@ typedef struct {
     size_t errpos;              // byte offset of the error
     const char *err;            // static message, NULL on success
     int maxdepth;               // 0 = default (10000)
+    uint32_t *ix; size_t ixcap; // the structural index of the text (simd.h)
 } as_json;
 // Parses exactly one JSON value (surrounding whitespace allowed) strictly per
 // RFC 8259: valid UTF-8, valid escapes (lone surrogate escapes accepted),
 // numbers without leading zeros / '+' / NaN / Infinity, no raw control chars.
 // Returns 0, or -1 with j->err and j->errpos set. The token array is reused.
+// Two stages (simd.c, then the grammar over its index) for a compact line;
+// anything else, and every error, through the byte-at-a-time scanner.
 int as_json_parse(as_json *j, const char *s, size_t len);
+// The byte-at-a-time scanner alone: same contract, same tokens (tests and
+// fuzz targets compare the two).
+int as_json_parse_bytes(as_json *j, const char *s, size_t len);
 void as_json_free(as_json *j);
 // 1-based column (in bytes) of j->errpos.
 static inline long as_json_errcol(const as_json *j) { return (long)j->errpos + 1; }

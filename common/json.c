@@ -3,6 +3,7 @@
 // what they change. No recursion: an open container's `next` field holds its
 // parent's index until the container closes.
 #include "acpsnap.h"
+#include "simd.h"
 #include <stdlib.h>
 #include <string.h>
 #ifdef __SSE2__
@@ -10,6 +11,9 @@
 #endif
 
 #define DEFAULT_MAXDEPTH 10000
+// Lines up to this size go through the structural index (4 bytes of index
+// per byte at worst); longer ones, rare, take the byte-at-a-time path.
+#define INDEX_MAX (1u << 20)
 
 // 1 for bytes that may stand in a string body without further checks.
 static const unsigned char plain[256] = {
@@ -22,6 +26,8 @@ static const unsigned char plain[256] = {
     R16(0), R16(0), R16(0), R16(0), R16(0), R16(0), R16(0), R16(0),
 #undef R16
 };
+
+static int sse2_ok = 1;   // 0 when ACPSNAP_SIMD=scalar: no vector code at all
 
 static int fail(as_json *j, size_t pos, const char *msg)
 {
@@ -83,7 +89,7 @@ static inline __attribute__((always_inline)) int string(as_json *j, size_t p, si
 #ifdef __SSE2__
         // Sixteen bytes at a time: stop at '"', '\\', a control byte or a
         // non-ASCII byte (the signed compare catches both of the latter).
-        {
+        if (sse2_ok) {
             const __m128i q = _mm_set1_epi8('"'), b = _mm_set1_epi8('\\'), sp = _mm_set1_epi8(0x20);
             while (p + 16 <= len) {
                 __m128i v = _mm_loadu_si128((const __m128i *)(s + p));
@@ -174,12 +180,10 @@ static int literal(as_json *j, size_t p, const char *word, size_t *endp)
     return 0;
 }
 
-int as_json_parse(as_json *j, const char *s, size_t len)
+// The byte-at-a-time scanner: the reference for what is valid JSON, and the
+// one that names and places every error.
+static int parse_bytes(as_json *j, const char *s, size_t len)
 {
-    j->s = s;
-    j->len = len;
-    j->n = 0;
-    j->err = NULL;
     if (len > UINT32_MAX - 1) return fail(j, 0, "line too long");
     int maxdepth = j->maxdepth > 0 ? j->maxdepth : DEFAULT_MAXDEPTH;
     int depth = 0;
@@ -274,10 +278,150 @@ close: {
     }
 }
 
+// Stage 2 over the structural index ix[0, m] (simd.h): the grammar of
+// parse_bytes with every string span, escape flag and separator read off the
+// index instead of the bytes. Stage 1 admitted only compact text with valid
+// strings, so there is no whitespace to skip and no string byte to check.
+// Returns 0 with the same tokens parse_bytes makes, or -1 to hand the line
+// to parse_bytes (never a verdict of its own).
+static int parse_indexed(as_json *j, const uint32_t *ix)
+{
+    const char *s = j->s;
+    size_t len = j->len, p = 0, k = 0;    // ix[k]: the first entry at or after p
+    int maxdepth = j->maxdepth > 0 ? j->maxdepth : DEFAULT_MAXDEPTH, depth = 0;
+    long cur = -1;
+    uint32_t i;
+
+value:
+    if (p >= len) return -1;
+    if (cur >= 0) j->t[cur].count += j->t[cur].type == AS_JARR;
+    switch (s[p]) {
+    case '{':
+    case '[':
+        if (++depth > maxdepth) return -1;
+        i = push(j, s[p] == '{' ? AS_JOBJ : AS_JARR, p);
+        j->t[i].next = (uint32_t)(cur + 1);   // parent link, as in parse_bytes
+        cur = i;
+        k++;
+        p++;
+        if (p < len && s[p] == (j->t[i].type == AS_JOBJ ? '}' : ']')) goto close;
+        if (j->t[i].type == AS_JOBJ) goto key;
+        goto value;
+    case '"':
+        i = push(j, AS_JSTR, p);
+        goto string;
+    case 't': case 'f': case 'n': {
+        i = push(j, s[p] == 't' ? AS_JTRUE : s[p] == 'f' ? AS_JFALSE : AS_JNULL, p);
+        size_t e;
+        if (literal(j, p, s[p] == 't' ? "true" : s[p] == 'f' ? "false" : "null", &e) || e != ix[k]) return -1;
+        j->t[i].end = (uint32_t)(p = e);
+        goto after;
+    }
+    default:
+        if (s[p] == '-' || (s[p] >= '0' && s[p] <= '9')) {
+            i = push(j, AS_JNUM, p);
+            size_t e;
+            if (number(j, p, &e) || e != ix[k]) return -1;
+            j->t[i].end = (uint32_t)(p = e);
+            goto after;
+        }
+        return -1;
+    }
+
+string:         // token i opens at the quote ix[k]; escapes, then the closing quote
+    k++;
+    if (s[ix[k]] == '\\') {
+        j->t[i].esc = 1;
+        do k++; while (s[ix[k]] == '\\');
+    }
+    p = ix[k++] + 1;
+    j->t[i].end = (uint32_t)p;
+    goto after;
+
+key:
+    if (p >= len || s[p] != '"') return -1;
+    i = push(j, AS_JSTR, p);
+    j->t[cur].count++;
+    k++;
+    if (s[ix[k]] == '\\') {
+        j->t[i].esc = 1;
+        do k++; while (s[ix[k]] == '\\');
+    }
+    p = ix[k++] + 1;
+    j->t[i].end = (uint32_t)p;
+    if (p >= len || s[p] != ':' || ix[k] != p) return -1;
+    k++;
+    p++;
+    goto value;
+
+after:
+    if (cur < 0) return p == len ? 0 : -1;
+    if (p >= len || ix[k] != p) return -1;
+    if (j->t[cur].type == AS_JOBJ) {
+        if (s[p] == '}') goto close;
+        if (s[p] != ',') return -1;
+        k++;
+        p++;
+        goto key;
+    }
+    if (s[p] == ']') goto close;
+    if (s[p] != ',') return -1;
+    k++;
+    p++;
+    goto value;
+
+close: {        // s[p] is the bracket at ix[k]
+        k++;
+        as_tok *t = &j->t[cur];
+        t->end = (uint32_t)(p + 1);
+        long parent = (long)t->next - 1;
+        t->next = (uint32_t)j->n;
+        cur = parent;
+        depth--;
+        p++;
+        goto after;
+    }
+}
+
+int as_json_parse(as_json *j, const char *s, size_t len)
+{
+    j->s = s;
+    j->len = len;
+    j->n = 0;
+    j->err = NULL;
+    if (len > UINT32_MAX - 1) return fail(j, 0, "line too long");
+    int level = as_simd();
+    sse2_ok = level != AS_SIMD_SCALAR;
+    if (level != AS_SIMD_SCALAR && len && len <= INDEX_MAX) {
+        if (j->ixcap < len + 1) {
+            j->ixcap = len + 1 > 4096 ? len + 1 : 4096;
+            free(j->ix);
+            j->ix = as_xmalloc(j->ixcap * sizeof *j->ix);
+        }
+        if (as_json_index((const uint8_t *)s, len, j->ix) >= 0 && !parse_indexed(j, j->ix)) return 0;
+        j->n = 0;
+        j->err = NULL;
+    }
+    return parse_bytes(j, s, len);
+}
+
+int as_json_parse_bytes(as_json *j, const char *s, size_t len)
+{
+    j->s = s;
+    j->len = len;
+    j->n = 0;
+    j->err = NULL;
+    sse2_ok = as_simd() != AS_SIMD_SCALAR;
+    return parse_bytes(j, s, len);
+}
+
 void as_json_free(as_json *j)
 {
     free(j->t);
+    free(j->ix);
     j->t = NULL;
+    j->ix = NULL;
+    j->ixcap = 0;
     j->n = j->cap = 0;
 }
 

@@ -1,5 +1,5 @@
 # acpsnap - record-once / replay-deterministic snapshot tests for ACP agents.
-# Targets: all check unit install uninstall clean bench fuzz fuzz-smoke deps
+# Targets: all check check-simd unit install uninstall clean bench fuzz fuzz-smoke deps
 # depcheck check-agents, and the pipelines replay record refresh update guard
 # review list (share/acpsnap.mk; see README).
 SHELL := /bin/bash
@@ -79,7 +79,7 @@ MAN1      := $(wildcard share/man/man1/*.1)
 MAN5      := $(wildcard share/man/man5/*.5)
 MAN7      := $(wildcard share/man/man7/*.7)
 
-.PHONY: all deps depcheck check check-agents test unit install uninstall clean bench fuzz fuzz-smoke tools FORCE
+.PHONY: all deps depcheck check check-simd check-agents test unit install uninstall clean bench fuzz fuzz-smoke tools FORCE
 .SECONDARY:
 .DELETE_ON_ERROR:
 all: $(TOOLS) $(SCRIPTS) $(AGENT)
@@ -184,6 +184,23 @@ deps-agents:
 	@./share/deps.sh --agents
 depcheck-agents:
 	@CC='$(CC)' ./share/deps.sh --check --agents
+
+# check-simd: the scanner's instruction sets, each forced in turn
+# (ACPSNAP_SIMD, acpsnap(7)): the unit tests and every suite that parses JSON,
+# once per level this CPU runs; a level it lacks is named and skipped.
+SIMD_LEVELS ?= avx512 avx2 sse2 scalar
+SIMD_TESTS  ?= test/simd.bats test/codec-corpus.bats test/jsonl-pack.bats test/jsonl-project.bats \
+	test/scrub.bats test/scrub-corpus.bats test/replay-derive.bats test/replay-derive-corpus.bats \
+	test/jdiff.bats test/hostile/codec.bats test/hostile/scrub.bats test/fixture-guard-corpus.bats
+check-simd: $(PREP)
+	@$(MAKE) --no-print-directory all $(UNITS)
+	@for l in $(SIMD_LEVELS); do \
+	  if ! echo '{"type":"session","id":"x"}' | ACPSNAP_SIMD=$$l $(OUT)/jsonl-project >/dev/null 2>&1; then \
+	    echo "== ACPSNAP_SIMD=$$l: this CPU cannot run it, skipped"; continue; fi; \
+	  echo "== ACPSNAP_SIMD=$$l"; \
+	  for u in $(UNITS); do ACPSNAP_SIMD=$$l $$u || exit 1; done; \
+	  ACPSNAP_SIMD=$$l ACPSNAP_BUILD=$(BUILD) bats $(bats_jobs) --formatter tap --print-output-on-failure $(SIMD_TESTS) || exit 1; \
+	done
 
 unit: $(UNITS)
 	@for u in $(UNITS); do $$u || exit 1; done

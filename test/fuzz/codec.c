@@ -1,10 +1,13 @@
-// Fuzz target: the session codec. For every body x that decodes:
+// Fuzz target: the session codec. Every line scans the same on both of the
+// scanner's paths and every instruction set (scan_agree.h). For every body x
+// that decodes:
 //   - packing never changes bytes: unpack(pack(x)) == unpack(x), byte for byte;
 //   - pack(x) is canonical (the check accepts it), and so is project(x);
 //   - pack∘unpack is the identity on pack(x) in x's form (a projected log
 //     with a short row excepted: projecting unpacked events drops their
 //     times, and only such a row keeps them; acpsnap-session(5)).
 #include "acpsnap.h"
+#include "scan_agree.h"
 #include <setjmp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,6 +72,7 @@ static int same(const as_buf *a, const as_buf *b) { return a->n == b->n && !memc
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static const char hdr[] = "{\"type\":\"session\",\"id\":\"f\"}\n";
+    scan_agree_lines(data, size);
     as_buf in = {0}, a = {0}, ux = {0}, ua = {0}, b = {0}, px = {0};
     char path[64];
     as_buf_put(&in, hdr, sizeof hdr - 1);

@@ -1,13 +1,16 @@
-// Fuzz target: the strict JSON scanner. Every accepted text has consistent
+// Fuzz target: the strict JSON scanner. Both of its paths and every
+// instruction set agree (scan_agree.h). Every accepted text has consistent
 // tokens, and every string re-encoded with the JSON.stringify writer parses
 // back to the same decoded bytes.
 #include "acpsnap.h"
+#include "scan_agree.h"
 #include <stdlib.h>
 #include <string.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static as_json j, k;
+    scan_agree((const char *)data, size);
     if (as_json_parse(&j, (const char *)data, size)) {
         if (j.errpos > size) abort();
         return 0;

@@ -1,0 +1,107 @@
+#!/usr/bin/env bats
+# The scanner's instruction sets (ACPSNAP_SIMD, acpsnap(7) ENVIRONMENT): an
+# unknown or unrunnable level is refused; on every level this CPU runs, the
+# two-stage scan agrees with the byte-at-a-time one on the corpus (and on
+# mutations of it), and every filter writes the same bytes as on every other
+# level. make check-simd runs the parser suites again under each level.
+bats_require_minimum_version 1.5.0
+load helpers/common
+
+UNIT="$ROOT/${ACPSNAP_BUILD:-build/rel}/test/simd_unit"
+HDR='{"type":"session","version":0,"id":"x","cwd":"/tmp/x"}'
+
+# The levels this CPU runs (a forced level it lacks exits 2).
+levels() {
+    local l
+    for l in avx512 avx2 sse2 scalar; do
+        printf '%s\n' "$HDR" | ACPSNAP_SIMD=$l jsonl-project >/dev/null 2>&1 && echo "$l"
+    done
+    return 0
+}
+
+@test "ACPSNAP_SIMD: an unknown level is trouble, naming the levels" {
+    run -2 --separate-stderr env ACPSNAP_SIMD=avx3 jsonl-project <<<"$HDR"
+    assert_equal "$stderr" "jsonl-project: ACPSNAP_SIMD=avx3: unknown level (avx512, avx2, sse2, scalar or auto)"
+    assert_equal "$output" ""
+}
+
+@test "ACPSNAP_SIMD: a level this CPU lacks is trouble; auto and empty pick one" {
+    run -0 env ACPSNAP_SIMD=auto jsonl-project <<<"$HDR"
+    run -0 env ACPSNAP_SIMD= jsonl-project <<<"$HDR"
+    run -0 env ACPSNAP_SIMD=scalar jsonl-project <<<"$HDR"
+    mapfile -t ok < <(levels)
+    [ "${#ok[@]}" -ge 1 ]
+    for l in avx512 avx2 sse2; do
+        [[ " ${ok[*]} " == *" $l "* ]] && continue
+        run -2 --separate-stderr env ACPSNAP_SIMD=$l jsonl-project <<<"$HDR"
+        assert_equal "$stderr" "jsonl-project: ACPSNAP_SIMD=$l: this CPU cannot run it"
+        return 0
+    done
+    echo "# this CPU runs every level: ${ok[*]}" >&3
+}
+
+@test "every level: the two-stage scan agrees with the byte-at-a-time scan on the corpus and its mutations" {
+    [ -x "$UNIT" ] || skip "make unit builds $UNIT"
+    mapfile -t files < <(find "$CORPUS" -path '*/snapshots/*' -name '*.jsonl' | LC_ALL=C sort | awk 'NR % 3 == 1')
+    [ "${#files[@]}" -gt 40 ]
+    for l in $(levels); do
+        run -0 env ACPSNAP_SIMD=$l "$UNIT" "${files[@]}"
+        assert_output --partial "simd_unit: ok ($l;"
+    done
+}
+
+# each CMD…: runs CMD at level $l, then prints its exit status
+each() {
+    local rc=0
+    ACPSNAP_SIMD=$l "$@" || rc=$?
+    echo "rc $rc"
+}
+
+@test "every level: each filter writes the same bytes on every corpus log and transcript" {
+    mapfile -t ok < <(levels)
+    cwd=/tmp/acp-snap-cwd-x
+    n=0
+    while read -r f; do
+        for l in "${ok[@]}"; do
+            {
+                each jsonl-project "$f"
+                each jsonl-pack "$f"
+                each jsonl-pack --unpack "$f"
+                each jsonl-pack --check "$f"
+                each replay-derive "$f"
+                each scrub --session --cwd "$cwd" "$f"
+            } > "$BATS_TEST_TMPDIR/out.$l" 2>&1
+        done
+        for l in "${ok[@]}"; do
+            cmp "$BATS_TEST_TMPDIR/out.${ok[0]}" "$BATS_TEST_TMPDIR/out.$l" || { echo "$f: $l differs from ${ok[0]}"; return 1; }
+        done
+        n=$((n + 1))
+    done < <(find "$CORPUS" -name 'session*.jsonl' | LC_ALL=C sort | awk 'NR % 4 == 1')
+    while read -r f; do
+        for l in "${ok[@]}"; do
+            each scrub --stdout "$f" > "$BATS_TEST_TMPDIR/out.$l" 2>&1
+        done
+        for l in "${ok[@]}"; do
+            cmp "$BATS_TEST_TMPDIR/out.${ok[0]}" "$BATS_TEST_TMPDIR/out.$l" || { echo "$f: $l differs"; return 1; }
+        done
+        n=$((n + 1))
+    done < <(find "$CORPUS" -name 'stdout*.jsonl' | LC_ALL=C sort | awk 'NR % 4 == 1')
+    [ "$n" -gt 40 ]
+}
+
+@test "every level: errors are named and placed the same (file:line:col)" {
+    mapfile -t ok < <(levels)
+    bad=$BATS_TEST_TMPDIR/bad.jsonl
+    for body in '{"type":"a","seq":1,"time":2,"data":{"x":"\q"}}' '{"type":"a" ,"seq":1}' \
+                '{"type":"a","seq":1,"time":2,"data":{"x":"é'$'\xff''"}}' '{"type":"a","seq":01}' \
+                '{"type":"a","seq":1,"time":2,"data":[1,2}' '{"type":"a","data":"'$'\x01''"}'; do
+        printf '%s\n%s\n' "$HDR" "$body" > "$bad"
+        run -2 --separate-stderr env ACPSNAP_SIMD=scalar jsonl-project "$bad"
+        want=$stderr
+        [[ $want == "jsonl-project: $bad:2:"* ]]
+        for l in "${ok[@]}"; do
+            run -2 --separate-stderr env ACPSNAP_SIMD=$l jsonl-project "$bad"
+            assert_equal "$stderr" "$want"
+        done
+    done
+}

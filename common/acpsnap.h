@@ -23,6 +23,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdarg.h>
+#include <string.h>
 
 #define ACPSNAP_VERSION "0.1.0"
 
@@ -82,8 +83,19 @@ char *as_dir_arg(const char *arg);
 // ---------------------------------------------------------------- buf.c
 typedef struct { char *p; size_t n, cap; } as_buf;   // p is NUL-terminated when non-NULL
 void as_buf_grow(as_buf *b, size_t extra);            // ensure room for extra bytes (+NUL)
-void as_buf_put(as_buf *b, const void *s, size_t n);
-void as_buf_putc(as_buf *b, char c);
+static inline void as_buf_put(as_buf *b, const void *s, size_t n)
+{
+    if (b->n + n + 1 > b->cap) as_buf_grow(b, n);
+    if (n) memcpy(b->p + b->n, s, n);
+    b->n += n;
+    b->p[b->n] = 0;
+}
+static inline void as_buf_putc(as_buf *b, char c)
+{
+    if (b->n + 2 > b->cap) as_buf_grow(b, 1);
+    b->p[b->n++] = c;
+    b->p[b->n] = 0;
+}
 void as_buf_puts(as_buf *b, const char *s);
 void as_buf_printf(as_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void as_buf_puti(as_buf *b, int64_t v);               // decimal integer

@@ -12,21 +12,6 @@ void as_buf_grow(as_buf *b, size_t extra)
     b->cap = cap;
 }
 
-void as_buf_put(as_buf *b, const void *s, size_t n)
-{
-    as_buf_grow(b, n);
-    if (n) memcpy(b->p + b->n, s, n);
-    b->n += n;
-    b->p[b->n] = 0;
-}
-
-void as_buf_putc(as_buf *b, char c)
-{
-    as_buf_grow(b, 1);
-    b->p[b->n++] = c;
-    b->p[b->n] = 0;
-}
-
 void as_buf_puts(as_buf *b, const char *s) { as_buf_put(b, s, strlen(s)); }
 
 void as_buf_printf(as_buf *b, const char *fmt, ...)
@@ -46,10 +31,25 @@ void as_buf_printf(as_buf *b, const char *fmt, ...)
 
 void as_buf_puti(as_buf *b, int64_t v)
 {
+    static const char pairs[] =
+        "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+        "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+        "8081828384858687888990919293949596979899";
     char tmp[24];
     int i = sizeof tmp;
     uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
-    do { tmp[--i] = (char)('0' + u % 10); u /= 10; } while (u);
+    while (u >= 100) {
+        unsigned r = (unsigned)(u % 100);
+        u /= 100;
+        tmp[--i] = pairs[2 * r + 1];
+        tmp[--i] = pairs[2 * r];
+    }
+    if (u >= 10) {
+        tmp[--i] = pairs[2 * u + 1];
+        tmp[--i] = pairs[2 * u];
+    } else {
+        tmp[--i] = (char)('0' + u);
+    }
     if (v < 0) tmp[--i] = '-';
     as_buf_put(b, tmp + i, sizeof tmp - (size_t)i);
 }

@@ -481,11 +481,29 @@ int as_json_get(const as_json *j, int obj, const char *key)
     return -1;
 }
 
+// a[0, n) == b[0, n) for short keys: two overlapping word compares for 4 to
+// 8 bytes, bytes below, memcmp above.
 static inline int short_eq(const char *a, const char *b, size_t n)
 {
+    if (n >= 4 && n <= 8) {
+        uint32_t x, y, u, v;
+        memcpy(&x, a, 4); memcpy(&y, b, 4);
+        memcpy(&u, a + n - 4, 4); memcpy(&v, b + n - 4, 4);
+        return x == y && u == v;
+    }
+    if (n > 8) return !memcmp(a, b, n);
     for (size_t i = 0; i < n; i++)
         if (a[i] != b[i]) return 0;
     return 1;
+}
+
+// 1 when key token k spells keys[i].
+static inline int key_is(const as_json *j, const as_tok *t, int k, const as_key *key)
+{
+    if (t->esc) return as_json_streq(j, k, key->s);
+    size_t len = t->end - t->start - 2;
+    const char *ks = j->s + t->start + 1;
+    return len == key->n && ks[0] == key->s[0] && short_eq(ks, key->s, len);
 }
 
 int as_json_pick(const as_json *j, int obj, const as_key *keys, int n, int *idx)
@@ -493,16 +511,21 @@ int as_json_pick(const as_json *j, int obj, const as_key *keys, int n, int *idx)
     if (obj < 0 || j->t[obj].type != AS_JOBJ) return -1;
     for (int i = 0; i < n; i++) idx[i] = -1;
     uint32_t count = j->t[obj].count;
-    int k = obj + 1;
+    int k = obj + 1, hint = 0;
     // Members are key, value pairs: the next key follows the value's subtree.
+    // Objects mostly list their keys in the order asked for, so the key after
+    // the last one found is tried first.
     for (uint32_t m = 0; m < count; m++, k = (int)j->t[k + 1].next) {
         const as_tok *t = &j->t[k];
-        size_t len = t->end - t->start - 2;
-        const char *ks = j->s + t->start + 1;
+        if (hint < n && key_is(j, t, k, &keys[hint])) {
+            if (idx[hint] < 0) idx[hint] = k + 1;
+            hint++;
+            continue;
+        }
         for (int i = 0; i < n; i++) {
-            if (t->esc ? as_json_streq(j, k, keys[i].s)
-                       : (len == keys[i].n && ks[0] == keys[i].s[0] && short_eq(ks, keys[i].s, len))) {
+            if (i != hint && key_is(j, t, k, &keys[i])) {
                 if (idx[i] < 0) idx[i] = k + 1;
+                hint = i + 1;
                 break;
             }
         }

@@ -314,6 +314,104 @@ static int is_member_bytes(const char *s, size_t n, const member_f *f, int env, 
     return m.ok && m.at == n;
 }
 
+// ------------------------------------------------------------ synthesized tokens
+//
+// The decoder makes two kinds of event bytes itself: a row member, and a
+// projected line with its envelope restored. Their layout is known, so their
+// tokens are written as the bytes are, never scanned again: tw lays tokens
+// over the bytes at a cursor, exactly as as_json_parse would make them (the
+// codec fuzz target compares every event's tokens with a fresh scan).
+typedef struct { as_json *j; size_t pos; } tw;
+
+static uint32_t tw_tok(tw *w, int type, size_t start, size_t end, int esc)
+{
+    as_json *j = w->j;
+    if (j->n == j->cap) {
+        j->cap = j->cap ? j->cap * 2 : 64;
+        j->t = as_xrealloc(j->t, j->cap * sizeof *j->t);
+    }
+    as_tok *t = &j->t[j->n];
+    t->type = (uint8_t)type;
+    t->esc = (uint8_t)esc;
+    t->start = (uint32_t)start;
+    t->end = (uint32_t)end;
+    t->next = (uint32_t)j->n + 1;
+    t->count = 0;
+    return (uint32_t)j->n++;
+}
+// A key of n bytes (quotes included) at the cursor, and its ':'.
+static void tw_key(tw *w, size_t n) { tw_tok(w, AS_JSTR, w->pos, w->pos + n, 0); w->pos += n + 1; }
+// A scalar of n bytes at the cursor.
+static void tw_val(tw *w, int type, size_t n, int esc) { tw_tok(w, type, w->pos, w->pos + n, esc); w->pos += n; }
+static void tw_comma(tw *w) { w->pos++; }
+// An object of count members opening at the cursor.
+static uint32_t tw_open(tw *w, uint32_t count) { uint32_t i = tw_tok(w, AS_JOBJ, w->pos++, 0, 0); w->j->t[i].count = count; return i; }
+// Closes object i at the cursor's '}'.
+static void tw_close(tw *w, uint32_t i) { w->j->t[i].end = (uint32_t)++w->pos; w->j->t[i].next = (uint32_t)w->j->n; }
+// The plain integer at the cursor (member envelopes: seq, time).
+static void tw_int(tw *w, const char *p)
+{
+    size_t e = w->pos + (p[w->pos] == '-');
+    while (p[e] >= '0' && p[e] <= '9') e++;
+    tw_val(w, AS_JNUM, e - w->pos, 0);
+}
+
+// The tokens of member_bytes(f, env = 1, …) as written at p[0, n); esc: the
+// escape flags of the id, name and payload strings.
+static void member_tokens(as_json *j, const char *p, size_t n, const member_f *f, const int esc[3])
+{
+    tw w = {j, 0};
+    j->s = p;
+    j->len = n;
+    j->n = 0;
+    j->err = NULL;
+    int tool = f->kind == AS_DELTA_TOOL;
+    uint32_t root = tw_open(&w, 4);
+    tw_key(&w, 6);                              // "type"
+    tw_val(&w, AS_JSTR, 17, 0);                 // "assistant/chunk"
+    tw_comma(&w);
+    tw_key(&w, 5);                              // "seq"
+    tw_int(&w, p);
+    tw_comma(&w);
+    tw_key(&w, 6);                              // "time"
+    tw_int(&w, p);
+    tw_comma(&w);
+    tw_key(&w, 6);                              // "data"
+    uint32_t data = tw_open(&w, 3);
+    tw_key(&w, 6);                              // "turn"
+    tw_val(&w, AS_JNUM, f->turn.n, 0);
+    tw_comma(&w);
+    tw_key(&w, 6);                              // "step"
+    tw_val(&w, AS_JNUM, f->step.n, 0);
+    tw_comma(&w);
+    tw_key(&w, 7);                              // "chunk"
+    uint32_t chunk = tw_open(&w, tool ? (f->name.p ? 5 : 4) : 3);
+    tw_key(&w, 6);                              // "type"
+    tw_val(&w, AS_JSTR, f->kind == AS_DELTA_TEXT ? 12 : 17, 0);
+    tw_comma(&w);
+    tw_key(&w, 7);                              // "index"
+    tw_val(&w, AS_JNUM, f->index.n, 0);
+    tw_comma(&w);
+    if (tool) {
+        tw_key(&w, 4);                          // "id"
+        tw_val(&w, AS_JSTR, f->id.n, esc[0]);
+        tw_comma(&w);
+        if (f->name.p) {
+            tw_key(&w, 6);                      // "name"
+            tw_val(&w, AS_JSTR, f->name.n, esc[1]);
+            tw_comma(&w);
+        }
+        tw_key(&w, 16);                         // "argumentsDelta"
+    } else {
+        tw_key(&w, 6);                          // "text"
+    }
+    tw_val(&w, AS_JSTR, f->payload.n, esc[2]);
+    tw_close(&w, chunk);
+    tw_close(&w, data);
+    tw_close(&w, root);
+    if (w.pos != n) as_die(AS_TROUBLE, "internal error: member tokens end at %zu of %zu", w.pos, n);
+}
+
 // Builds member row_k of the current row as an event.
 static void row_member(as_sess *s, as_event *ev)
 {
@@ -330,7 +428,8 @@ static void row_member(as_sess *s, as_event *ev)
                   tok_span(j, s->id), tok_span(j, s->name), tok_span(j, s->mem), {NULL, 0}, {NULL, 0}};
     msink m = {b, NULL, 0, 0, 1};
     member_bytes(&m, &f, 1, s->row_seq0 + s->row_k, s->row_time);
-    if (as_json_parse(&s->ej, b->p, b->n)) as_die(AS_TROUBLE, "internal error: bad member event");
+    int esc[3] = {s->id >= 0 && j->t[s->id].esc, s->name >= 0 && j->t[s->name].esc, j->t[s->mem].esc};
+    member_tokens(&s->ej, b->p, b->n, &f, esc);
     ev->json = b->p;
     ev->len = b->n;
     ev->j = &s->ej;
@@ -344,6 +443,52 @@ static void row_member(as_sess *s, as_event *ev)
     s->mem = as_json_nextel(j, s->mem);
     if (++s->row_k == s->row_n) s->row = 0;
     s->nextseq++;
+}
+
+// The projected line s->j with "seq":<nextseq>,"time":0 inserted after its
+// first "type" member (value token ty), as bytes in s->ebuf and as tokens in
+// s->ej: the line's tokens, those after the insertion moved along by the
+// inserted bytes and the four new tokens.
+static void restore_envelope(as_sess *s, int ty)
+{
+    const as_json *j = &s->j;
+    as_buf *b = &s->ebuf;
+    size_t at = j->t[ty].end;
+    as_buf_reset(b);
+    as_buf_put(b, j->s, at);
+    as_buf_puts(b, ",\"seq\":");
+    as_buf_puti(b, s->nextseq);
+    as_buf_puts(b, ",\"time\":0");
+    size_t shift = b->n - at;
+    as_buf_put(b, j->s + at, j->len - at);
+    as_json *e = &s->ej;
+    if (e->cap < j->n + 4) {
+        e->cap = j->n + 4;
+        e->t = as_xrealloc(e->t, e->cap * sizeof *e->t);
+    }
+    e->s = b->p;
+    e->len = b->n;
+    e->err = NULL;
+    e->n = (size_t)ty + 1;
+    memcpy(e->t, j->t, e->n * sizeof *e->t);
+    tw w = {e, at + 1};
+    tw_key(&w, 5);                              // "seq"
+    tw_int(&w, b->p);
+    tw_comma(&w);
+    tw_key(&w, 6);                              // "time"
+    tw_val(&w, AS_JNUM, 1, 0);
+    for (size_t i = (size_t)ty + 1; i < j->n; i++) {
+        as_tok t = j->t[i];
+        t.start += (uint32_t)shift;
+        t.end += (uint32_t)shift;
+        t.next += 4;
+        e->t[e->n++] = t;
+    }
+    // Before the insertion only the root spans it; the subtrees of the
+    // members before it, "type" included, end where they did.
+    e->t[0].end += (uint32_t)shift;
+    e->t[0].next = (uint32_t)e->n;
+    e->t[0].count += 2;
 }
 
 int as_sess_next(as_sess *s, as_event *ev)
@@ -388,14 +533,7 @@ int as_sess_next(as_sess *s, as_event *ev)
         ev->projected = 0;
     } else {
         set_form(s, AS_FORM_PROJECTED);
-        as_buf m = {0};
-        as_buf_puts(&m, "\"seq\":");
-        as_buf_puti(&m, s->nextseq);
-        as_buf_puts(&m, ",\"time\":0");
-        as_buf_reset(&s->ebuf);
-        as_json_insert_after(j, 0, "type", m.p, m.n, &s->ebuf);
-        as_buf_free(&m);
-        if (as_json_parse(&s->ej, s->ebuf.p, s->ebuf.n)) as_die(AS_TROUBLE, "internal error: bad restored event");
+        restore_envelope(s, ty);
         ev->json = s->ebuf.p;
         ev->len = s->ebuf.n;
         ev->j = &s->ej;

@@ -1,5 +1,6 @@
 // Fuzz target: the session codec. Every line scans the same on both of the
-// scanner's paths and every instruction set (scan_agree.h). For every body x
+// scanner's paths and every instruction set, and every event's tokens are
+// those a fresh scan of its bytes makes (scan_agree.h). For every body x
 // that decodes:
 //   - packing never changes bytes: unpack(pack(x)) == unpack(x), byte for byte;
 //   - pack(x) is canonical (the check accepts it), and so is project(x);
@@ -54,6 +55,7 @@ static seen run(const char *path, int unpack, int mode, as_buf *out)
     while (as_sess_next(s, &ev)) {
         if (last >= 0 && last < 2 && ev.member != last + 1) w.short_rows++;
         last = ev.member;
+        tokens_agree(ev.j, ev.json, ev.len);
         if (unpack) { as_buf_put(out, ev.json, ev.len); as_buf_putc(out, '\n'); }
         else as_packer_push(p, &ev);
     }

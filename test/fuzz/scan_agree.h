@@ -36,6 +36,19 @@ static void scan_agree(const char *s, size_t n)
     }
 }
 
+// The tokens t hold for s[0, n) are those a fresh byte-at-a-time scan makes
+// (events the decoder synthesizes: row members, restored envelopes).
+static void tokens_agree(const as_json *t, const char *s, size_t n)
+{
+    static as_json b;
+    if (t->s != s || t->len != n || as_json_parse_bytes(&b, s, n) || t->n != b.n) abort();
+    for (size_t i = 0; i < b.n; i++) {
+        const as_tok *x = &t->t[i], *y = &b.t[i];
+        if (x->type != y->type || x->esc != y->esc || x->start != y->start || x->end != y->end
+            || x->next != y->next || x->count != y->count) abort();
+    }
+}
+
 // scan_agree on each line of data[0, size).
 static void scan_agree_lines(const uint8_t *data, size_t size)
 {

@@ -243,11 +243,6 @@ void as_jstr_write(as_buf *b, const char *s, size_t n);
 // Appends to out the bytes of object token obj (from j) with the members whose
 // keys are listed in drop (NULL-terminated) removed; all other bytes verbatim.
 void as_json_drop_keys(const as_json *j, int obj, const char *const *drop, as_buf *out);
-// Appends to out the object token obj with `members` (raw text such as
-// "\"seq\":1,\"time\":0", no surrounding commas) inserted right after the member
-// whose key is `after` (or first when after is NULL or absent).
-void as_json_insert_after(const as_json *j, int obj, const char *after,
-                          const char *members, size_t mlen, as_buf *out);
 
 // ---------------------------------------------------------------- session.c
 // Session log v0 (acpsnap-session(5)). A decoder yields the header, then one event

@@ -37,33 +37,3 @@ void as_json_drop_keys(const as_json *j, int obj, const char *const *drop, as_bu
     }
     as_buf_put(out, s + from, j->t[obj].end - from);
 }
-
-void as_json_insert_after(const as_json *j, int obj, const char *after,
-                          const char *members, size_t mlen, as_buf *out)
-{
-    const char *s = j->s;
-    size_t os = j->t[obj].start, oe = j->t[obj].end;
-    int k = as_json_firstkey(j, obj), at = -1;
-    if (after)
-        for (int q = k; q >= 0; q = as_json_nextkey(j, q))
-            if (as_json_streq(j, q, after)) { at = q; break; }
-    if (k < 0) {   // empty object
-        as_buf_putc(out, '{');
-        as_buf_put(out, members, mlen);
-        as_buf_putc(out, '}');
-        return;
-    }
-    if (at < 0) {  // first
-        size_t ks = j->t[k].start;
-        as_buf_put(out, s + os, ks - os);
-        as_buf_put(out, members, mlen);
-        as_buf_putc(out, ',');
-        as_buf_put(out, s + ks, oe - ks);
-        return;
-    }
-    size_t ve = j->t[at + 1].end;
-    as_buf_put(out, s + os, ve - os);
-    as_buf_putc(out, ',');
-    as_buf_put(out, members, mlen);
-    as_buf_put(out, s + ve, oe - ve);
-}

@@ -1,5 +1,6 @@
 # acpsnap - record-once / replay-deterministic snapshot tests for ACP agents.
-# Targets: all check check-simd unit install uninstall clean bench fuzz fuzz-smoke deps
+# Targets: all check check-simd unit install uninstall clean bench bench-cmp fuzz
+# fuzz-smoke deps
 # depcheck check-agents, and the pipelines replay record refresh update guard
 # review list (share/acpsnap.mk; see README).
 SHELL := /bin/bash
@@ -79,7 +80,7 @@ MAN1      := $(wildcard share/man/man1/*.1)
 MAN5      := $(wildcard share/man/man5/*.5)
 MAN7      := $(wildcard share/man/man7/*.7)
 
-.PHONY: all deps depcheck check check-simd check-agents test unit install uninstall clean bench fuzz fuzz-smoke tools FORCE
+.PHONY: all deps depcheck check check-simd check-agents test unit install uninstall clean bench bench-cmp fuzz fuzz-smoke tools FORCE
 .SECONDARY:
 .DELETE_ON_ERROR:
 all: $(TOOLS) $(SCRIPTS) $(AGENT)
@@ -230,8 +231,15 @@ fuzz-smoke: $(FUZZERS)
 	  ASAN_OPTIONS=detect_leaks=0 $$f -runs=20000 -max_len=4096 $(FUZZ)/corpus-$$n test/fuzz/seeds-$$n >/dev/null 2>$(FUZZ)/$$n.log \
 	    || { cat $(FUZZ)/$$n.log; exit 1; }; echo "fuzz smoke: $$n ok"; done
 
+# bench: throughput against floors (cat, wc -l, zstd -d, jq), memory, latency
+# (test/bench/run.sh: BENCH_RUNS, BENCH_MB, BENCH_OUT...). bench-cmp: the
+# tools of BASE (a git revision, default HEAD: the committed tree), built in a
+# temporary worktree, against this build, output for output over the corpus
+# and the bench inputs; exit 1 on a difference (test/bench/cmp.sh).
 bench: all
 	@ACPSNAP_BUILD=$(BUILD) ./test/bench/run.sh
+bench-cmp: all
+	@ACPSNAP_BUILD=$(BUILD) ./test/bench/cmp.sh '$(or $(BASE),HEAD)'
 
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man7 $(DESTDIR)$(SHAREDIR)

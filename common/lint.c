@@ -459,19 +459,25 @@ size_t as_lint_line(const char *s, size_t n, unsigned flags, as_lint_fn fn, void
         // every letter-keyed detector wants a word start: most letters are inside words
         if (is_alpha((unsigned char)s[i]) && i > 0 && is_alnum((unsigned char)s[i - 1]) && !esc_letter(s, i - 1)) { i++; continue; }
         size_t e = 0;
+        // The letter-keyed detectors first test the byte after: made here,
+        // it spares the call for most word starts (c1 is 0 past the end).
+        int c1 = i + 1 < n ? (unsigned char)s[i + 1] : 0, l1 = c1 | 32;
         switch (s[i]) {
         case '0': case '1': case '2': case '3': case '4': case '5': case '6': case '7': case '8': case '9':
             e = digits(&sc, i);
             break;
-        case '-': e = uuid(&sc, i); if (!e) e = private_key(&sc, i); break;
+        case '-': e = uuid(&sc, i); if (!e && c1 == '-') e = private_key(&sc, i); break;
         case '/': e = path(&sc, i); break;
-        case 'B': case 'b': e = bearer(&sc, i); break;
-        case 'C': case 'c': e = win_home(&sc, i); break;
+        case 'B': case 'b': if (l1 == 'e') e = bearer(&sc, i); break;   // bearer
+        case 'C': case 'c': if (c1 == ':') e = win_home(&sc, i); break;   // C:
         case 'A': case 'a': case 'X': case 'x':
-            e = auth(&sc, i);
-            if (!e && (s[i] == 'A' || s[i] == 'x')) e = key(&sc, i);
+            // authorization, api-key, api_key; x-api-key
+            if ((s[i] | 32) == 'a' ? l1 == 'u' || l1 == 'p' : c1 == '-') e = auth(&sc, i);
+            // AKIA, ASIA, AIza; xox
+            if (!e && (s[i] == 'A' ? c1 == 'K' || c1 == 'S' || c1 == 'I' : s[i] == 'x' && c1 == 'o')) e = key(&sc, i);
             break;
-        case 's': case 'g': e = key(&sc, i); break;
+        case 's': if (c1 == 'k') e = key(&sc, i); break;   // sk-
+        case 'g': if (c1 == 'i' || c1 == 'h') e = key(&sc, i); break;   // github_pat_, gh?_
         case '[': if (flags & AS_LF_SESSION) dt_array(&sc, i); break;
         }
         i = e > i ? e : i + 1;

@@ -1,6 +1,6 @@
 // fsat.h - reading the files of a tree relative to an open directory
-// (openat(2)): one open and a read loop into a reused buffer, no stdio, no
-// path resolution from the root for every file. Shared by fixture-guard and
+// (openat(2)): one open, read(2) into a window reused from file to file, no
+// stdio, no path resolution from the root for every file. Shared by fixture-guard and
 // the lint (lint.c).
 //
 // To be included after acpsnap.h.
@@ -9,7 +9,7 @@
 
 #include "acpsnap.h"
 
-// A file read a line at a time through a window (256 KiB, grown only for a
+// A file read a line at a time through a window (512 KiB, grown only for a
 // longer line), so memory is bounded by the longest line whatever the
 // file's size; a file that fits the window is read by one read(2) and
 // rewound without another. Lines are handed out as they are: their bytes

@@ -7,8 +7,10 @@
 #include "sidecar.h"
 #include "lint.h"
 #include "replay.h"
+#include "fsat.h"
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <getopt.h>
 #include <stdlib.h>
@@ -55,31 +57,28 @@ typedef struct {
 
 enum { FX_LAYOUT = 1, FX_CONTENT = 2 };
 
-// Calls fn(ctx, line, len, lineno, has_lf) on each line of f from where it
-// stands, its bytes as they are (without its LF; has_lf 0 for an
-// unterminated last line), while fn returns 0; returns what stopped it, or
-// 0. Holds one line at a time. Dies when path (f) cannot be read.
-typedef int (*line_fn)(void *ctx, const char *line, size_t len, long ln, int has_lf);
-static int each_line(FILE *f, const char *path, line_fn fn, void *ctx)
+// The file being read (fsat.h): one window, reused from file to file.
+static as_lines rd;
+
+// Opens name beneath directory dfd (path: for messages) as rd. Dies when it cannot.
+static void open_at(int dfd, const char *name, const char *path)
 {
-    static char *line;
-    static size_t cap;
-    long ln = 0;
-    int r = 0;
-    for (ssize_t n; !r && (n = getline(&line, &cap, f)) > 0;) {
-        int lf = line[n - 1] == '\n';
-        r = fn(ctx, line, (size_t)n - (size_t)lf, ++ln, lf);
-    }
-    if (ferror(f)) as_die_sys("read %s", path);
-    return r;
+    if (as_lines_open_at(&rd, dfd, name, path) < 0) as_die_sys("read %s", path);
 }
 
-// Opens path for each_line. Dies when it cannot.
-static FILE *open_lines(const char *path)
+// Calls fn(ctx, line, len, lineno, has_lf) on each line of rd from where it
+// stands, its bytes as they are (without its LF; has_lf 0 for an
+// unterminated last line), while fn returns 0; returns what stopped it, or
+// 0. Holds one line at a time (rd's window).
+typedef int (*line_fn)(void *ctx, const char *line, size_t len, long ln, int has_lf);
+static int each_line(line_fn fn, void *ctx)
 {
-    FILE *f = fopen(path, "re");
-    if (!f) as_die_sys("read %s", path);
-    return f;
+    const char *line;
+    size_t len;
+    long ln = 0;
+    int r = 0, lf;
+    while (!r && as_lines_next(&rd, &line, &len, &lf)) r = fn(ctx, line, len, ++ln, lf);
+    return r;
 }
 
 // One session fixture being read.
@@ -206,21 +205,18 @@ static void fx_layout(const fxscan *x)
         probs.count++;
 }
 
-// The start of a session fixture f: 0 when it is text to read (f rewound),
-// else 1, reported (zstd-compressed, or empty).
-static int not_text(FILE *f, const char *path)
+// The start of a session fixture (rd): 0 when it is text to read, else 1,
+// reported (zstd-compressed, or empty).
+static int not_text(const char *path)
 {
-    unsigned char head[4];
-    size_t got = fread(head, 1, sizeof head, f);
-    if (ferror(f)) as_die_sys("read %s", path);
-    if (got == 4 && !memcmp(head, "\x28\xb5\x2f\xfd", 4))
+    const char *head;
+    size_t got = as_lines_head(&rd, 4, &head);
+    if (got >= 4 && !memcmp(head, "\x28\xb5\x2f\xfd", 4))
         as_problem(&probs, path, 0, "zstd-compressed; committed session fixtures are plain JSONL (decompress it with jsonl-project)");
     else if (got == 0)
         as_problem(&probs, path, 0, "empty file; a session fixture starts with a session header line");
-    else {
-        rewind(f);
+    else
         return 0;
-    }
     return 1;
 }
 
@@ -228,23 +224,24 @@ static int not_text(FILE *f, const char *path)
 // line, projected (no envelopes), LF endings and a final LF, canonical packing.
 // FX_CONTENT adds the committed-fixture rules: tokenized request headers
 // (system and tools; the session prefix messages stay as recorded, as dsh
-// keeps them), no /private{{cwd}}, no UNKNOWN_TOOL results. Fills *info. Streams: the file
-// is read line by line (a second time for the cwd tokens when it has some),
-// then by the codec's check, so memory is bounded by a line or a run.
-static void check_fixture(const char *path, unsigned what, fxinfo *info)
+// keeps them), no /private{{cwd}}, no UNKNOWN_TOOL results. Fills *info. The
+// file (name beneath directory dfd) is read once, whole, and its lines
+// scanned line by line (a second time for the cwd tokens when it has some:
+// no read when the file fits the window); then the codec's check reads it.
+static void check_fixture(int dfd, const char *name, const char *path, unsigned what, fxinfo *info)
 {
     static fxscan x;
     memset(info, 0, sizeof *info);
-    FILE *f = open_lines(path);
-    if (not_text(f, path)) { fclose(f); return; }
+    open_at(dfd, name, path);
+    if (not_text(path)) { as_lines_close(&rd); return; }
     x.path = path, x.what = what, x.info = info, x.envelope = 0, x.structural = 0;
     x.stopped = 0, x.private_cwd = 0;
-    int r = each_line(f, path, fx_scan_line, &x);
+    int r = each_line(fx_scan_line, &x);
     if (r != FX_DROP && x.private_cwd) {
-        rewind(f);
-        each_line(f, path, private_cwd_line, (void *)path);
+        as_lines_rewind(&rd);
+        each_line(private_cwd_line, (void *)path);
     }
-    fclose(f);
+    as_lines_close(&rd);
     if (r != FX_DROP && !x.structural) fx_layout(&x);
 }
 
@@ -296,16 +293,13 @@ static int stdout_line(void *ctx, const char *line, size_t len, long ln, int has
 }
 
 // stdout.expected.jsonl: every line one JSON object (a lone LF: the empty transcript).
-static void check_stdout(const char *path)
+static void check_stdout(int dfd, const char *path)
 {
-    FILE *f = open_lines(path);
-    struct stat st;
-    int empty = fstat(fileno(f), &st) == 0 && st.st_size == 1 && getc(f) == '\n';
-    if (!empty) {
-        rewind(f);
-        each_line(f, path, stdout_line, (void *)path);
-    }
-    fclose(f);
+    open_at(dfd, "stdout.expected.jsonl", path);
+    const char *head;
+    int empty = as_lines_head(&rd, 2, &head) == 1 && head[0] == '\n';
+    if (!empty) each_line(stdout_line, (void *)path);
+    as_lines_close(&rd);
 }
 
 // Reads a sidecar: 1, or 0 when it does not exist. Dies when it cannot be read.
@@ -346,12 +340,14 @@ static int entry_link(const char *sdir, const struct dirent *e)
     return link;
 }
 
+static const char DIR_LINK[] = "a symbolic link; a scenario directory is a directory of the snapshots tree (links are not followed)";
+
 // 1 when the scenario directory sdir is a symbolic link (reported).
 static int dir_link(const char *sdir)
 {
     struct stat st;
     if (lstat(sdir, &st) || !S_ISLNK(st.st_mode)) return 0;
-    as_problem(&probs, sdir, 0, "a symbolic link; a scenario directory is a directory of the snapshots tree (links are not followed)");
+    as_problem(&probs, sdir, 0, DIR_LINK);
     return 1;
 }
 
@@ -548,35 +544,38 @@ static int provider_line(void *ctx, const char *line, size_t len, long ln, int h
 }
 
 // provider.jsonl: every entry servable, at least one (a model turn needs it).
-static void check_provider(const char *path)
+static void check_provider(int dfd, const char *path)
 {
     provscan x = {path, 0};
-    FILE *f = open_lines(path);
-    each_line(f, path, provider_line, &x);
-    fclose(f);
+    open_at(dfd, "provider.jsonl", path);
+    each_line(provider_line, &x);
+    as_lines_close(&rd);
     if (!x.n) as_problem(&probs, path, 0, "empty; the scenario has a model turn, which needs at least one entry");
 }
 
 // The contents of the fixtures present: session logs, stdout, the drive script.
-static void check_contents(scen *S, const char *sdir, const inventory *iv)
+static void check_contents(scen *S, int dfd, const char *sdir, const inventory *iv)
 {
     unsigned what = FX_LAYOUT | FX_CONTENT;
     char *p;
     if (iv->primary) {
         p = as_path_join(sdir, "session.jsonl");
-        check_fixture(p, what, &S->primary);
+        check_fixture(dfd, "session.jsonl", p, what, &S->primary);
         free(p);
     }
     for (int c = 1; c <= iv->maxchild; c++) {
         char f[64];
         fxinfo fi;
+        struct stat st;
         snprintf(f, sizeof f, "session.%d.jsonl", c);
+        // a listed one is a regular file; another may be reached through a link
+        if (!iv->childseen[c] && !(fstatat(dfd, f, &st, 0) == 0 && S_ISREG(st.st_mode))) continue;
         p = as_path_join(sdir, f);
-        if (as_is_file(p)) check_fixture(p, what, &fi);
+        check_fixture(dfd, f, p, what, &fi);
         free(p);
     }
-    if (iv->out) { p = as_path_join(sdir, "stdout.expected.jsonl"); check_stdout(p); free(p); }
-    if (iv->provider && S->sc->hasModelTurn) { p = as_path_join(sdir, "provider.jsonl"); check_provider(p); free(p); }
+    if (iv->out) { p = as_path_join(sdir, "stdout.expected.jsonl"); check_stdout(dfd, p); free(p); }
+    if (iv->provider && S->sc->hasModelTurn) { p = as_path_join(sdir, "provider.jsonl"); check_provider(dfd, p); free(p); }
     if (iv->input) {
         as_input in;
         p = as_path_join(sdir, "input.json");
@@ -587,13 +586,21 @@ static void check_contents(scen *S, const char *sdir, const inventory *iv)
     }
 }
 
-// One row's scenario directory: its files, what is missing or stray, the fixtures.
-static void check_scenario(const char *dir, scen *S)
+// One row's scenario directory (beneath the snapshots directory dir, open
+// as dirfd): its files, what is missing or stray, the fixtures.
+static void check_scenario(const char *dir, int dirfd, scen *S)
 {
     const as_scenario *sc = S->sc;
     char *sdir = as_path_join(dir, sc->name);
-    if (dir_link(sdir)) { free(sdir); return; }
-    DIR *d = opendir(sdir);
+    struct stat st;
+    if (fstatat(dirfd, sc->name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode)) {
+        as_problem(&probs, sdir, 0, DIR_LINK);
+        free(sdir);
+        return;
+    }
+    int dfd = openat(dirfd, sc->name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = dfd < 0 ? NULL : fdopendir(dfd);
+    if (!d && dfd >= 0) { int e = errno; close(dfd); errno = e; }
     if (!d) {
         if (errno != ENOENT && errno != ENOTDIR) as_die_sys("open directory %s", sdir);
         as_problem(&probs, sdir, 0, "missing scenario directory for table row %ld; create it (input.json, stdout.expected.jsonl, %s) or drop the row",
@@ -604,12 +611,12 @@ static void check_scenario(const char *dir, scen *S)
     S->exists = 1;
     inventory iv = {0};
     list_files(d, sdir, &iv);
-    closedir(d);
     for (size_t k = 0; k < iv.n; k++) take_file(S, &iv, sdir, iv.names[k]);
     report_missing(sc, sdir, &iv);
     int nchild = contiguous_children(sdir, &iv);
     S->nsess = iv.primary ? 1 + nchild : 0;
-    check_contents(S, sdir, &iv);
+    check_contents(S, dfd, sdir, &iv);
+    closedir(d);
     for (size_t k = 0; k < iv.n; k++) free(iv.names[k]);
     free(iv.names);
     free(iv.childseen);
@@ -662,9 +669,13 @@ static void owner_schemas(const char *dir, const as_scenario *sc, owned *o)
 // an earlier one's is reported.
 static void same_sidecars(const char *dir, const scen *sv, const owned *ov, size_t n)
 {
+    size_t *own = as_xmalloc((n + 1) * sizeof *own), no = 0;   // the rows holding a sidecar: few
     for (size_t i = 0; i < n; i++)
-        for (size_t k = 0; k < i; k++)
+        if (ov[i].has_prompt || ov[i].has_schemas) own[no++] = i;
+    for (size_t oi = 0; oi < no; oi++)
+        for (size_t ok = 0; ok < oi; ok++)
             for (int w = 0; w < 2; w++) {
+                size_t i = own[oi], k = own[ok];
                 const as_buf *a = w ? &ov[i].schemas : &ov[i].prompt, *b = w ? &ov[k].schemas : &ov[k].prompt;
                 int ha = w ? ov[i].has_schemas : ov[i].has_prompt, hb = w ? ov[k].has_schemas : ov[k].has_prompt;
                 if (!ha || !hb || a->n != b->n || memcmp(a->p, b->p, a->n)) continue;
@@ -675,6 +686,7 @@ static void same_sidecars(const char *dir, const scen *sv, const owned *ov, size
                 free(pk);
                 free(fi);
             }
+    free(own);
 }
 
 // The sidecars of the rows that own some: read into ov and checked.
@@ -923,7 +935,10 @@ static void check_dir(const char *dir, const as_table *t, scen *sv)
     owned *ov = calloc(t->n + 1, sizeof *ov);
     if (!ov) as_die(AS_TROUBLE, "out of memory");
     each_entry(dir, orphan_entry, (void *)t);
-    for (size_t i = 0; i < t->n; i++) check_scenario(dir, &sv[i]);
+    int dirfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);   // no read permission needed
+    if (dirfd < 0) as_die_sys("open directory %s", dir);
+    for (size_t i = 0; i < t->n; i++) check_scenario(dir, dirfd, &sv[i]);
+    close(dirfd);
     check_owned(dir, sv, ov, t->n);
     for (size_t i = 0; i < t->n; i++)
         if (t->v[i].pinsHeader && sv[i].pin_idx == (int)i) check_pin(dir, sv, ov, i);
@@ -969,7 +984,7 @@ static void discover_file(const char *path)
     fxinfo fi;
     if (kind < 0) as_die_sys("read %s", path);
     if (kind == 2) as_problem(&probs, path, 0, "zstd-compressed session log; a committed log is plain JSONL (decompress it with jsonl-project)");
-    else if (kind == 1) check_fixture(path, FX_LAYOUT, &fi);
+    else if (kind == 1) check_fixture(AT_FDCWD, path, path, FX_LAYOUT, &fi);
 }
 
 static void walk(const char *dir);

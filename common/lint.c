@@ -4,12 +4,18 @@
 #include "acpsnap.h"
 #include "lint.h"
 #include "confine.h"
+#include "fsat.h"
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <fnmatch.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 static const char *const KIND[AS_LK_N] = {
     "key", "bearer", "auth", "private-key", "home", "tmp", "time", "uuid", "epoch",
@@ -385,30 +391,93 @@ static size_t digits(scan *sc, size_t i)
 // The bytes a detector is keyed on.
 static const char TRIGGERS[] = "0123456789-/BbCcAaXxsg[";
 
+// What the scan below does at a byte: 0 nothing; 1 it may dispatch ('-',
+// '/', '['); 2 it may dispatch unless the byte before is a word byte (a
+// digit or a trigger letter: in a word a letter is passed over, and a
+// digit run is no word start).
+static unsigned char byte_class[256];
+// A word byte for that rule: a letter or a digit, but none of the letters
+// of a JSON escape (\n, \t, ...), which the detectors look at more closely.
+static unsigned char word_byte[256];
+
+static void classes_init(void)
+{
+    for (const char *t = TRIGGERS; *t; t++)
+        byte_class[(unsigned char)*t] = *t == '-' || *t == '/' || *t == '[' ? 1 : 2;
+    for (int c = 0; c < 256; c++) word_byte[c] = is_alnum(c) && !strchr("nrtbf", c);
+}
+
+// The first byte from i on where the scan may do something: every byte
+// before it is one the per-byte loop would pass over (no trigger, or a
+// trigger letter or digit right after a word byte). Sixteen bytes at a
+// time where SSE2 is there.
+static size_t next_trigger(const char *s, size_t n, size_t i)
+{
+    if (i == 0 && n && byte_class[(unsigned char)s[0]]) return 0;
+    if (i == 0) i = 1;
+#ifdef __SSE2__
+    const __m128i zero9 = _mm_set1_epi8(9), c0 = _mm_set1_epi8('0'), sp = _mm_set1_epi8(0x20);
+    const __m128i la = _mm_set1_epi8('a'), lb = _mm_set1_epi8('b'), lc = _mm_set1_epi8('c'), lx = _mm_set1_epi8('x');
+    const __m128i ls = _mm_set1_epi8('s'), lg = _mm_set1_epi8('g'), dash = _mm_set1_epi8('-');
+    const __m128i slash = _mm_set1_epi8('/'), brk = _mm_set1_epi8('['), l25 = _mm_set1_epi8(25);
+    const __m128i en = _mm_set1_epi8('n'), er = _mm_set1_epi8('r'), et = _mm_set1_epi8('t'), ef = _mm_set1_epi8('f');
+    for (; i + 16 <= n; i += 16) {
+        __m128i c = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
+        __m128i p = _mm_loadu_si128((const __m128i *)(const void *)(s + i - 1));
+        __m128i d = _mm_sub_epi8(c, c0);
+        __m128i digit = _mm_cmpeq_epi8(_mm_min_epu8(d, zero9), d);
+        __m128i lo = _mm_or_si128(c, sp);
+        __m128i letter = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(lo, la), _mm_cmpeq_epi8(lo, lb)),
+                                      _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(lo, lc), _mm_cmpeq_epi8(lo, lx)),
+                                                   _mm_or_si128(_mm_cmpeq_epi8(c, ls), _mm_cmpeq_epi8(c, lg))));
+        __m128i always = _mm_or_si128(_mm_cmpeq_epi8(c, dash), _mm_or_si128(_mm_cmpeq_epi8(c, slash), _mm_cmpeq_epi8(c, brk)));
+        __m128i pd = _mm_sub_epi8(p, c0);
+        __m128i pl = _mm_sub_epi8(_mm_or_si128(p, sp), la);
+        __m128i pword = _mm_or_si128(_mm_cmpeq_epi8(_mm_min_epu8(pd, zero9), pd), _mm_cmpeq_epi8(_mm_min_epu8(pl, l25), pl));
+        __m128i pesc = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(p, en), _mm_cmpeq_epi8(p, er)),
+                                    _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(p, et), _mm_cmpeq_epi8(p, lb)), _mm_cmpeq_epi8(p, ef)));
+        pword = _mm_andnot_si128(pesc, pword);
+        __m128i hit = _mm_or_si128(always, _mm_andnot_si128(pword, _mm_or_si128(digit, letter)));
+        unsigned m = (unsigned)_mm_movemask_epi8(hit);
+        if (m) return i + (size_t)__builtin_ctz(m);
+    }
+#endif
+    for (; i < n; i++) {
+        int k = byte_class[(unsigned char)s[i]];
+        if (k == 1 || (k == 2 && !word_byte[(unsigned char)s[i - 1]])) return i;
+    }
+    return n;
+}
+
 size_t as_lint_line(const char *s, size_t n, unsigned flags, as_lint_fn fn, void *ctx)
 {
-    static unsigned char trig[256];
-    if (!trig['/']) for (const char *t = TRIGGERS; *t; t++) trig[(unsigned char)*t] = 1;
+    if (!byte_class['/']) classes_init();
     scan sc = { s, n, flags, fn, ctx, 0, 0, 0 };
     for (size_t i = 0; i < n;) {
-        while (i < n && !trig[(unsigned char)s[i]]) i++;
+        i = next_trigger(s, n, i);
         if (i == n) break;
         // every letter-keyed detector wants a word start: most letters are inside words
         if (is_alpha((unsigned char)s[i]) && i > 0 && is_alnum((unsigned char)s[i - 1]) && !esc_letter(s, i - 1)) { i++; continue; }
         size_t e = 0;
+        // The letter-keyed detectors first test the byte after: made here,
+        // it spares the call for most word starts (c1 is 0 past the end).
+        int c1 = i + 1 < n ? (unsigned char)s[i + 1] : 0, l1 = c1 | 32;
         switch (s[i]) {
         case '0': case '1': case '2': case '3': case '4': case '5': case '6': case '7': case '8': case '9':
             e = digits(&sc, i);
             break;
-        case '-': e = uuid(&sc, i); if (!e) e = private_key(&sc, i); break;
+        case '-': e = uuid(&sc, i); if (!e && c1 == '-') e = private_key(&sc, i); break;
         case '/': e = path(&sc, i); break;
-        case 'B': case 'b': e = bearer(&sc, i); break;
-        case 'C': case 'c': e = win_home(&sc, i); break;
+        case 'B': case 'b': if (l1 == 'e') e = bearer(&sc, i); break;   // bearer
+        case 'C': case 'c': if (c1 == ':') e = win_home(&sc, i); break;   // C:
         case 'A': case 'a': case 'X': case 'x':
-            e = auth(&sc, i);
-            if (!e && (s[i] == 'A' || s[i] == 'x')) e = key(&sc, i);
+            // authorization, api-key, api_key; x-api-key
+            if ((s[i] | 32) == 'a' ? l1 == 'u' || l1 == 'p' : c1 == '-') e = auth(&sc, i);
+            // AKIA, ASIA, AIza; xox
+            if (!e && (s[i] == 'A' ? c1 == 'K' || c1 == 'S' || c1 == 'I' : s[i] == 'x' && c1 == 'o')) e = key(&sc, i);
             break;
-        case 's': case 'g': e = key(&sc, i); break;
+        case 's': if (c1 == 'k') e = key(&sc, i); break;   // sk-
+        case 'g': if (c1 == 'i' || c1 == 'h') e = key(&sc, i); break;   // github_pat_, gh?_
         case '[': if (flags & AS_LF_SESSION) dt_array(&sc, i); break;
         }
         i = e > i ? e : i + 1;
@@ -617,17 +686,17 @@ static int ends(const char *s, const char *suf)
     return n >= k && !strcmp(s + n - k, suf);
 }
 
-// Lints one file; session fixtures (session: 1) know their header and body places.
-static void lint_file(lintfile *f, int session)
+// Lints file name beneath directory dfd (f->path names it); session
+// fixtures (session: 1) know their header and body places.
+static void lint_file(lintfile *f, int dfd, const char *name, int session)
 {
-    FILE *fp = fopen(f->path, "re");
-    if (!fp) as_die_sys("read %s", f->path);
-    unsigned char head[4];
-    size_t got = fread(head, 1, sizeof head, fp);
-    if (ferror(fp)) as_die_sys("read %s", f->path);
+    static as_lines rd;   // one window for every file
+    if (as_lines_open_at(&rd, dfd, name, f->path) < 0) as_die_sys("read %s", f->path);
+    const char *head;
+    size_t got = as_lines_head(&rd, 4, &head);
     f->ln = 0;
     if (as_zstd_magic(head, got)) {
-        fclose(fp);
+        as_lines_close(&rd);
         as_in *in = as_in_open(f->path);
         const char *line;
         size_t len;
@@ -640,18 +709,15 @@ static void lint_file(lintfile *f, int session)
         as_in_close(in);
         return;
     }
-    rewind(fp);
-    static char *line;
-    static size_t cap;
-    for (ssize_t n; (n = getline(&line, &cap, fp)) > 0;) {
-        size_t len = (size_t)n - (line[n - 1] == '\n');
+    const char *line;
+    size_t len;
+    for (int lf; as_lines_next(&rd, &line, &len, &lf);) {
         f->ln++;
         f->line = line;
         unsigned fl = session ? (f->ln == 1 && header_line(line, len) ? AS_LF_HEADER : AS_LF_SESSION) : 0;
         as_lint_line(line, len, fl, on_hit, f);
     }
-    if (ferror(fp)) as_die_sys("read %s", f->path);
-    fclose(fp);
+    as_lines_close(&rd);
 }
 
 // 1 when file name f of a scenario is a committed fixture the lint reads.
@@ -666,20 +732,22 @@ static int lint_name(const char *f)
 
 static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
-// A regular file, not a symbolic link (the guard reports links; they are not read).
-static int plain_file(const char *p)
+// A regular file beneath directory dfd, not a symbolic link (the guard
+// reports links; they are not read).
+static int plain_file(int dfd, const char *p)
 {
     struct stat st;
-    return lstat(p, &st) == 0 && S_ISREG(st.st_mode);
+    return fstatat(dfd, p, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
 }
 
-// The fixtures of scenario name in dir.
-static void lint_scenario(const char *dir, const char *name, as_allow *allow, as_problems *probs)
+// The fixtures of scenario name in dir (open as dirfd): its directory is
+// opened beneath dirfd (not through a link), its files beneath that.
+static void lint_scenario(const char *dir, int dirfd, const char *name, as_allow *allow, as_problems *probs)
 {
+    int dfd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    DIR *d = dfd < 0 ? NULL : fdopendir(dfd);
+    if (!d) { if (dfd >= 0) close(dfd); return; }
     char *sdir = as_path_join(dir, name);
-    struct stat st;
-    DIR *d = lstat(sdir, &st) == 0 && S_ISDIR(st.st_mode) ? opendir(sdir) : NULL;
-    if (!d) { free(sdir); return; }
     char **names = NULL;
     size_t nn = 0;
     int known = 1;   // every name's type came from readdir: no lstat needed
@@ -689,7 +757,6 @@ static void lint_scenario(const char *dir, const char *name, as_allow *allow, as
         names[nn++] = as_xstrdup(e->d_name);
         known = known && e->d_type == DT_REG;
     }
-    closedir(d);
     if (nn) qsort(names, nn, sizeof *names, by_name);
     char **auth = NULL;
     size_t nauth = 0;
@@ -699,15 +766,15 @@ static void lint_scenario(const char *dir, const char *name, as_allow *allow, as
     for (int pass = 0; pass < 2; pass++)
         for (size_t k = 0; k < nn; k++) {
             if (pass == 0 && strcmp(names[k], "input.json")) continue;
+            if (!known && !plain_file(dfd, names[k])) continue;
             char *p = as_path_join(sdir, names[k]);
-            if (known || plain_file(p)) {
-                as_buf_reset(&rel);
-                as_buf_printf(&rel, "%s/%s", name, names[k]);
-                f.path = p, f.rel = rel.p, f.collect = pass == 0;
-                lint_file(&f, !strncmp(names[k], "session.", 8));
-            }
+            as_buf_reset(&rel);
+            as_buf_printf(&rel, "%s/%s", name, names[k]);
+            f.path = p, f.rel = rel.p, f.collect = pass == 0;
+            lint_file(&f, dfd, names[k], !strncmp(names[k], "session.", 8));
             free(p);
         }
+    closedir(d);
     as_buf_free(&rel);
     for (size_t k = 0; k < nauth; k++) free(auth[k]);
     free(auth);
@@ -729,8 +796,10 @@ void as_lint_tree(const char *dir, const as_table *t, as_problems *probs)
     }
     as_buf_free(&b);
     const char *why;
-    for (size_t i = 0; i < t->n; i++)
-        if (!as_name_check(t->v[i].name, &why)) lint_scenario(dir, t->v[i].name, allow, probs);
+    int dirfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);   // no read permission needed
+    for (size_t i = 0; dirfd >= 0 && i < t->n; i++)
+        if (!as_name_check(t->v[i].name, &why)) lint_scenario(dir, dirfd, t->v[i].name, allow, probs);
+    if (dirfd >= 0) close(dirfd);
     // the configs the rows name, each once
     for (size_t i = 0; i < t->n; i++) {
         const char *c = t->v[i].configPath;
@@ -738,10 +807,10 @@ void as_lint_tree(const char *dir, const as_table *t, as_problems *probs)
         if (!c || as_name_check(c, &why)) continue;
         for (size_t k = 0; k < i && !seen; k++) seen = t->v[k].configPath && !strcmp(t->v[k].configPath, c);
         char *p = as_path_join(dir, c);
-        if (!seen && plain_file(p)) {
+        if (!seen && plain_file(AT_FDCWD, p)) {
             size_t none = 0;
             lintfile f = { p, c, 0, NULL, allow, probs, NULL, &none, 0 };
-            lint_file(&f, 0);
+            lint_file(&f, AT_FDCWD, p, 0);
         }
         free(p);
     }

@@ -1,8 +1,13 @@
-// path.c - file names: joining, what a name stands for, directory arguments.
+// path.c - file names: joining, what a name stands for, directory
+// arguments; reading a file beneath an open directory (fsat.h).
 #include "acpsnap.h"
+#include "fsat.h"
+#include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 char *as_path_join(const char *dir, const char *name)
 {
@@ -41,4 +46,72 @@ char *as_dir_arg(const char *arg)
     if (stat(dir, &st) < 0) as_die_sys("open directory %s", dir);
     if (!S_ISDIR(st.st_mode)) as_die_at(dir, 0, 0, "not a directory");
     return dir;
+}
+
+int as_lines_open_at(as_lines *r, int dfd, const char *name, const char *path)
+{
+    r->fd = openat(dfd, name, O_RDONLY | O_CLOEXEC);
+    r->path = path;
+    r->b.n = 0, r->pos = 0, r->eof = 0, r->whole = 1;
+    return r->fd < 0 ? -1 : 0;
+}
+
+// Reads more of the file after what the window holds, keeping [pos, n).
+static void lines_fill(as_lines *r)
+{
+    if (r->pos && r->pos == r->b.n) r->b.n = r->pos = 0, r->whole = 0;
+    else if (r->pos > r->b.cap / 2) {   // keep the unread tail only
+        memmove(r->b.p, r->b.p + r->pos, r->b.n - r->pos);
+        r->b.n -= r->pos, r->pos = 0, r->whole = 0;
+    }
+    as_buf_grow(&r->b, r->b.cap - r->b.n > 4096 ? r->b.cap - r->b.n - 1 : 262144);
+    for (;;) {
+        ssize_t got = read(r->fd, r->b.p + r->b.n, r->b.cap - r->b.n - 1);
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0) as_die_sys("read %s", r->path);
+        if (got == 0) r->eof = 1;
+        r->b.n += (size_t)got;
+        r->b.p[r->b.n] = 0;
+        return;
+    }
+}
+
+int as_lines_next(as_lines *r, const char **line, size_t *len, int *has_lf)
+{
+    for (;;) {
+        const char *p = r->pos < r->b.n ? r->b.p + r->pos : NULL, *nl = p ? memchr(p, '\n', r->b.n - r->pos) : NULL;
+        if (nl) {
+            *line = p, *len = (size_t)(nl - p), *has_lf = 1;
+            r->pos += *len + 1;
+            return 1;
+        }
+        if (r->eof) {
+            if (r->pos == r->b.n) return 0;
+            *line = p, *len = r->b.n - r->pos, *has_lf = 0;
+            r->pos = r->b.n;
+            return 1;
+        }
+        lines_fill(r);
+    }
+}
+
+size_t as_lines_head(as_lines *r, size_t min, const char **p)
+{
+    while (!r->eof && r->b.n < min) lines_fill(r);
+    *p = r->b.p ? r->b.p : "";
+    return r->b.n;
+}
+
+void as_lines_rewind(as_lines *r)
+{
+    r->pos = 0;
+    if (r->whole) return;
+    if (lseek(r->fd, 0, SEEK_SET) < 0) as_die_sys("read %s", r->path);
+    r->b.n = 0, r->eof = 0, r->whole = 1;
+}
+
+void as_lines_close(as_lines *r)
+{
+    if (r->fd >= 0) close(r->fd);
+    r->fd = -1;
 }

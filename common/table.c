@@ -251,6 +251,8 @@ static size_t tier_rules(as_scenario *sc, as_report_fn fn, void *ctx, const char
     return np;
 }
 
+static void index_row(as_table *t, size_t i);
+
 size_t as_table_load(const char *path, as_table *t, as_report_fn fn, void *ctx)
 {
     memset(t, 0, sizeof *t);
@@ -325,7 +327,9 @@ size_t as_table_load(const char *path, as_table *t, as_report_fn fn, void *ctx)
         if (!sc.systemPromptSource) sc.systemPromptSource = as_xstrdup(sc.name);
         if (!sc.toolSchemasSource) sc.toolSchemasSource = as_xstrdup(sc.name);
         if (t->n == cap) { cap = cap ? 2 * cap : 64; t->v = as_xrealloc(t->v, cap * sizeof *t->v); }
-        t->v[t->n++] = sc;
+        t->v[t->n] = sc;
+        index_row(t, t->n);
+        t->n++;
     }
     as_in_close(in);
     as_json_free(&j);
@@ -333,17 +337,54 @@ size_t as_table_load(const char *path, as_table *t, as_report_fn fn, void *ctx)
     return problems;
 }
 
+// ---------------------------------------------------------------- name index
+// Rows by name: open addressing over FNV-1a, the row index + 1 in each slot,
+// at most half full. Built as as_table_load appends rows.
+
+static size_t name_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return (size_t)h;
+}
+
+// The slot of name: its row's, or the empty one where it would go.
+static size_t name_slot(const as_table *t, const char *name)
+{
+    size_t m = t->nslot - 1, k = name_hash(name) & m;
+    while (t->slot[k] && strcmp(t->v[t->slot[k] - 1].name, name)) k = (k + 1) & m;
+    return k;
+}
+
+static void index_row(as_table *t, size_t i)
+{
+    if (2 * (t->n + 1) > t->nslot) {
+        free(t->slot);
+        t->nslot = t->nslot ? 2 * t->nslot : 128;
+        while (2 * (t->n + 1) > t->nslot) t->nslot *= 2;
+        t->slot = calloc(t->nslot, sizeof *t->slot);
+        if (!t->slot) as_die(AS_TROUBLE, "out of memory");
+        for (size_t k = 0; k < t->n; k++) if (k != i) t->slot[name_slot(t, t->v[k].name)] = k + 1;
+    }
+    t->slot[name_slot(t, t->v[i].name)] = i + 1;
+}
+
 const as_scenario *as_table_find(const as_table *t, const char *name)
 {
-    for (size_t i = 0; i < t->n; i++)
-        if (!strcmp(t->v[i].name, name)) return &t->v[i];
-    return NULL;
+    if (!t->nslot) {   // a table built by hand
+        for (size_t i = 0; i < t->n; i++)
+            if (!strcmp(t->v[i].name, name)) return &t->v[i];
+        return NULL;
+    }
+    size_t k = t->slot[name_slot(t, name)];
+    return k ? &t->v[k - 1] : NULL;
 }
 
 void as_table_free(as_table *t)
 {
     for (size_t i = 0; i < t->n; i++) scen_free(&t->v[i]);
     free(t->v);
+    free(t->slot);
     free(t->path);
     memset(t, 0, sizeof *t);
 }
@@ -352,9 +393,8 @@ void as_table_free(as_table *t)
 
 static int find_idx(const as_table *t, const char *name)
 {
-    for (size_t i = 0; i < t->n; i++)
-        if (!strcmp(t->v[i].name, name)) return (int)i;
-    return -1;
+    const as_scenario *s = as_table_find(t, name);
+    return s ? (int)(s - t->v) : -1;
 }
 
 // Resolves a pin's prompt or schema source; reports and returns -1 when unusable.

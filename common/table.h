@@ -55,6 +55,7 @@ typedef struct {
 typedef struct {
     char *path;                   // the table file as opened
     as_scenario *v; size_t n;
+    size_t *slot; size_t nslot;   // (internal) name index: open addressing, row + 1, 0 = empty
 } as_table;
 
 // Reads path (a scenarios.jsonl). Invalid JSON or a line that is not an
@@ -64,7 +65,7 @@ typedef struct {
 // skipped. Returns the number of problems reported; rows with problems stay
 // in t with valid = 0 unless the name itself is unusable (then dropped).
 size_t as_table_load(const char *path, as_table *t, as_report_fn report, void *ctx);
-// The row named name, or NULL.
+// The row named name, or NULL (hashed: constant time on a loaded table).
 const as_scenario *as_table_find(const as_table *t, const char *name);
 void as_table_free(as_table *t);
 

@@ -1,0 +1,42 @@
+// fsat.h - reading the files of a tree relative to an open directory
+// (openat(2)): one open, read(2) into a window reused from file to file, no
+// stdio, no path resolution from the root for every file. Shared by fixture-guard and
+// the lint (lint.c).
+//
+// To be included after acpsnap.h.
+#ifndef ACPSNAP_FSAT_H
+#define ACPSNAP_FSAT_H
+
+#include "acpsnap.h"
+
+// A file read a line at a time through a window (512 KiB, grown only for a
+// longer line), so memory is bounded by the longest line whatever the
+// file's size; a file that fits the window is read by one read(2) and
+// rewound without another. Lines are handed out as they are: their bytes
+// without the LF (a NUL or a CR is just a byte), has_lf 0 for an
+// unterminated last line. Keep one as_lines for many files: its window is
+// reused.
+typedef struct {
+    int fd;
+    const char *path;             // for messages
+    as_buf b;                     // the window: [pos, b.n) not yet handed out
+    size_t pos;
+    int eof;                      // the file's end is in the window
+    int whole;                    // the window starts at the file's start
+} as_lines;
+
+// Opens name beneath directory fd dfd (AT_FDCWD: the current directory;
+// symbolic links followed, as open(2) does). 0, or -1 with errno.
+int as_lines_open_at(as_lines *r, int dfd, const char *name, const char *path);
+// The next line: 1 and *line, *len, *has_lf (valid until the next call),
+// or 0 at the end. Dies ("unable to read <path>") on a read error.
+int as_lines_next(as_lines *r, const char **line, size_t *len, int *has_lf);
+// The first bytes of the file (at least min of them when it has so many):
+// their count, *p pointing at them. Call it before as_lines_next.
+size_t as_lines_head(as_lines *r, size_t min, const char **p);
+// Back to the first line.
+void as_lines_rewind(as_lines *r);
+// Closes the file; the window stays for the next one.
+void as_lines_close(as_lines *r);
+
+#endif

@@ -1,8 +1,7 @@
 # acpsnap - record-once / replay-deterministic snapshot tests for ACP agents.
 # Targets: all check check-simd unit install uninstall clean bench bench-cmp fuzz
-# fuzz-smoke deps
-# depcheck check-agents, and the pipelines replay record refresh update guard
-# review list (share/acpsnap.mk; see README).
+# fuzz-smoke deps depcheck check-agents, and the pipelines replay record
+# refresh update guard review list (share/acpsnap.mk; see README).
 SHELL := /bin/bash
 .SHELLFLAGS := -o pipefail -ec
 

@@ -84,6 +84,7 @@ typedef struct {
     // the agent
     pid_t pid;
     int pidfd;                      // readable when the agent exits (-1: not available)
+    int wake_fd;                    // a wait's inotify descriptor: pump returns when it has events (-1: none)
     int fin, fout, ferr;
     int out_eof, err_eof, exited, status;
     int termed;                     // the stop policy sent SIGTERM

@@ -202,4 +202,7 @@ void list_logs(const char *root, const profile *pf, loglist *l, as_buf *scratch)
 void loglist_free(loglist *l);
 void harvest(run *r);
 
+// compare.c: --compare (after the run is released); writes OUTDIR/compared.
+void compare_run(const run *r, const char *dir, int logs);
+
 #endif

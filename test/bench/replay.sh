@@ -16,7 +16,8 @@ export TMPDIR=$tmp/t
 mkdir -p "$TMPDIR"
 [ -x "$bin/acpsnap-agent" ] || { echo "replay: the reference agent is not built; skipped"; exit 0; }
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-now() { date +%s%N; }
+# microseconds, read without starting a process (bash's EPOCHREALTIME)
+now_us() { NOW=${EPOCHREALTIME/./}; }
 
 if [ -r scenarios/scenarios.jsonl ]; then
     snap=$root/scenarios
@@ -56,25 +57,26 @@ agent_us=()
 if [ -r "$tmp/out/replay.jsonl" ]; then
     for k in 1 2 3 4 5; do
         mkdir -p "$tmp/agent-sessions"
-        t0=$(now)
-        ACPSNAP_REPLAY_SCRIPT=$tmp/out/replay.jsonl ACPSNAP_SESSIONS_ROOT=$tmp/agent-sessions "$bin/acpsnap-agent" < /dev/null > /dev/null 2>&1 || true
-        agent_us+=($(( ($(now) - t0) / 1000 )))
+        now_us; t0=$NOW
+        ACPSNAP_SNAPSHOT=replay ACPSNAP_REPLAY_SCRIPT=$tmp/out/replay.jsonl ACPSNAP_SESSIONS_ROOT=$tmp/agent-sessions "$bin/acpsnap-agent" < /dev/null > /dev/null 2>&1 || true
+        now_us; agent_us+=($((NOW - t0)))
     done
 fi
 # the cost of starting any process here, for scale
 true_us=()
-for k in 1 2 3 4 5; do t0=$(now); /bin/true; true_us+=($(( ($(now) - t0) / 1000 ))); done
+for k in 1 2 3 4 5; do now_us; t0=$NOW; /bin/true; now_us; true_us+=($((NOW - t0))); done
 
 # acp-drive alone, per scenario
 drive_ms=() rss=()
 for n in $names; do
     t=()
     for k in 1 2 3 4 5; do
-        t0=$(now)
-        /usr/bin/time -f %M -o "$tmp/rss" "$bin/acp-drive" -p "$profile" -o "$tmp/out" "$snap/$n" 2>/dev/null || true
-        t+=($(( ($(now) - t0) / 1000 )))
-        rss+=("$(cat "$tmp/rss")")
+        now_us; t0=$NOW
+        "$bin/acp-drive" -p "$profile" -o "$tmp/out" "$snap/$n" > /dev/null 2>&1 || true
+        now_us; t+=($((NOW - t0)))
     done
+    /usr/bin/time -f %M -o "$tmp/rss" "$bin/acp-drive" -p "$profile" -o "$tmp/out" "$snap/$n" > /dev/null 2>&1 || true
+    rss+=("$(cat "$tmp/rss")")
     drive_ms+=("$(printf '%s\n' "${t[@]}" | median)")
 done
 us() { printf '%d.%03d ms' $(($1 / 1000)) $(($1 % 1000)); }
@@ -89,9 +91,9 @@ printf '  any process here (/bin/true, for scale): %s (median of 5)\n' "$(us "$(
 for j in 1 2; do
     t=()
     for k in 1 2 3 4 5; do
-        t0=$(now)
+        now_us; t0=$NOW
         "$bin/acpsnap-replay" -d "$snap" -p "$profile" -j $j > "$tmp/replay.out" 2>&1 || { cat "$tmp/replay.out"; break; }
-        t+=($(( ($(now) - t0) / 1000 )))
+        now_us; t+=($((NOW - t0)))
     done
     m=$(printf '%s\n' "${t[@]}" | median)
     printf '  acpsnap-replay -j%d: suite %s (median of 5), %s per scenario (target: <= 10 ms)\n' "$j" "$(us "$m")" "$(us $((m / count)))"

@@ -21,6 +21,7 @@ typedef struct {
     char *sessions_root;
     char *spill_root;
     int raw;                    // persistence: 0 zstd, 1 raw JSONL
+    int nosync;                 // sync: 0 fsync each durable batch, 1 none (the page cache only)
     char *base_url, *api_key, *model, *provider;
     int thinking;               // 1 enabled
     long max_tokens, max_steps;

@@ -48,6 +48,7 @@ static int apply_choice(config *c, const char *k, const char *v, const char **er
     static const struct { const char *k; size_t off; const char *words[4]; const char *err; } keys[] = {
         {"mode", offsetof(config, replay), {"live", "replay"}, "mode must be live or replay"},
         {"persistence", offsetof(config, raw), {"zstd", "raw"}, "persistence must be zstd or raw"},
+        {"sync", offsetof(config, nosync), {"fsync", "none"}, "sync must be fsync or none"},
         {"thinking", offsetof(config, thinking), {"disabled", "enabled"}, "thinking must be enabled or disabled"},
         {"permission", offsetof(config, permission), {"allow", "ask", "reject"},   // PERM_* order
          "permission must be allow, ask or reject"},
@@ -207,6 +208,7 @@ void config_load(config *c, const char *path, const char *cli_replay)
     env_apply(c, "ACPSNAP_SESSIONS_ROOT", "sessions_root");
     env_apply(c, "ACPSNAP_SPILL_ROOT", "spill_root");
     env_apply(c, "ACPSNAP_PERSISTENCE", "persistence");
+    env_apply(c, "ACPSNAP_SYNC", "sync");
     env_apply(c, "ACPSNAP_PERMISSION", "permission");
     env_apply(c, "DEEPSEEK_BASE_URL", "base_url");
     env_apply(c, "DEEPSEEK_MODEL", "model");
@@ -252,8 +254,8 @@ void config_print(const config *c, FILE *f)
     fprintf(f, "mode = %s\n", c->replay ? "replay" : "live");
     if (c->replay_script) fprintf(f, "replay_script = %s\n", c->replay_script);
     if (c->replay_override) fprintf(f, "replay_override = %s\n", c->replay_override);
-    fprintf(f, "sessions_root = %s\nspill_root = %s\npersistence = %s\n",
-            c->sessions_root, c->spill_root, c->raw ? "raw" : "zstd");
+    fprintf(f, "sessions_root = %s\nspill_root = %s\npersistence = %s\nsync = %s\n",
+            c->sessions_root, c->spill_root, c->raw ? "raw" : "zstd", c->nosync ? "none" : "fsync");
     fprintf(f, "base_url = %s\napi_key = %s\nmodel = %s\nprovider = %s\nthinking = %s\n",
             c->base_url, c->api_key ? "(set)" : "(none)", c->model, c->provider,
             c->thinking ? "enabled" : "disabled");

@@ -24,6 +24,7 @@ struct persist {
     as_json j;
     long batches;           // batches written (the header is batch 0)
     long crash_at;
+    int nosync;             // sync = none: no fsync (config.c)
 };
 
 const char *persist_path(const persist *p) { return p->path; }
@@ -89,7 +90,7 @@ static void write_batch(persist *p, const char *s, size_t n)
         kill(getpid(), SIGKILL);
     }
     write_all(p, s, n);
-    if (fsync(p->fd)) as_die_sys("fsync %s", p->path);
+    if (!p->nosync && fsync(p->fd)) as_die_sys("fsync %s", p->path);
     p->batches++;
     free(frame);
     ZSTD_freeCCtx(cc);
@@ -104,6 +105,7 @@ static persist *persist_new(const config *c, const char *id)
     mkdirs(path.p);
     p->path = path.p;
     p->crash_at = c->crash_at_batch;
+    p->nosync = c->nosync;
     p->pk = as_packer_new(0, emit, p);
     return p;
 }
@@ -255,6 +257,7 @@ persist *persist_open(const config *c, const char *id, persist_ev_fn evfn, void 
     p->path = path.p;
     p->zstd = zstd;
     p->crash_at = c->crash_at_batch;
+    p->nosync = c->nosync;
     p->batches = 1;
     as_event ev;
     while (as_sess_next(s, &ev)) {

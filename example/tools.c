@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "acpsnap.h"
@@ -228,11 +229,15 @@ static void run_bash(const config *c, const char *session_id, const char *cwd, c
     int64_t start = now_ms(), exited_at = 0;
     int status = 0, reaped = 0, timed_out = 0, cancelled = 0, eof = 0;
     const size_t hard_cap = 64u << 20;
+    // bash's exit wakes the loop as its output does (no pidfd: polled)
+    int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
     // until bash is reaped and its output is drained (or given up on)
     while (!eof || !reaped) {
-        struct pollfd pf = {pfd[0], POLLIN, 0};
-        int pr = poll(&pf, eof ? 0 : 1, eof ? 10 : 50);
-        if (pr > 0 && !eof) {
+        struct pollfd pf[2] = {{pfd[0], POLLIN, 0}, {pidfd, POLLIN, 0}};
+        struct pollfd *pp = eof ? pf + 1 : pf;
+        nfds_t np = (nfds_t)(eof ? 0 : 1) + (pidfd >= 0 && !reaped ? 1 : 0);
+        int pr = poll(pp, np, eof ? 10 : 50);
+        if (pr > 0 && !eof && pf[0].revents) {
             char buf[65536];
             ssize_t r;
             while ((r = read(pfd[0], buf, sizeof buf)) > 0)
@@ -247,6 +252,7 @@ static void run_bash(const config *c, const char *session_id, const char *cwd, c
         if ((cancelled || timed_out) && reaped && now_ms() - exited_at > 200) break;
     }
     close(pfd[0]);
+    if (pidfd >= 0) close(pidfd);
     if (!reaped) { kill(-pid, SIGKILL); waitpid(pid, &status, 0); }
 
     as_buf text = {0};

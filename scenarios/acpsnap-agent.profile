@@ -8,6 +8,9 @@ command = acpsnap-agent
 harvest = */session.jsonl */session.jsonl.zstd
 # Replay: the script acp-drive derived from the fixture (and override).
 replay.env = ACPSNAP_REPLAY_SCRIPT=${ACPSNAP_REPLAY_SCRIPT}
+# A replay's logs live in a sessions root removed after the run: written at
+# every durable boundary (what the waits read), not fsynced.
+replay.env = ACPSNAP_SYNC=none
 # Record: the live DeepSeek adapter, or a loopback replay-serve when the
 # pipeline provides one; raw persistence keeps the harvest line-readable.
 record.env = ACPSNAP_PERSISTENCE=raw

@@ -416,3 +416,23 @@ echo: $root"
     assert_equal "$stderr" 'acp-drive: --provider-script needs --record'
     no_leftovers
 }
+
+@test "acp-drive: --compare stdout|all compares a completed replay with the committed files, as scrub and cmp do" {
+    input '{"steps":[{"op":"initialize"},{"op":"newSession"},{"op":"prompt","text":"hello"}]}'
+    run -0 acp-drive -p fake.profile -o out snap/s
+    [ ! -e out/compared ]
+    scrub --stdout --context out/run.json out/stdout.raw.jsonl > snap/s/stdout.expected.jsonl
+    run -0 acp-drive --compare stdout -p fake.profile -o out2 snap/s
+    assert_equal "$(cat out2/compared)" same
+    # all: the harvested log against a committed fixture of its name (none here)
+    run -0 acp-drive --compare all -p fake.profile -o out2 snap/s
+    assert_equal "$(cat out2/compared)" differs
+    sed -i 's/hello/HELLO/' snap/s/stdout.expected.jsonl
+    run -0 acp-drive --compare stdout -p fake.profile -o out2 snap/s
+    assert_equal "$(cat out2/compared)" differs
+    run -2 --separate-stderr acp-drive --compare some -p fake.profile -o out2 snap/s
+    assert_equal "$stderr" 'acp-drive: invalid --compare: some (stdout or all)'
+    run -2 --separate-stderr acp-drive --record --compare all -p fake.profile -o out2 snap/s
+    assert_equal "$stderr" 'acp-drive: --compare compares a replay: drop --record'
+    no_leftovers
+}

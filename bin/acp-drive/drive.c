@@ -315,14 +315,21 @@ static void await_exit(run *r, int wait_ms)
 void pump(run *r, int wait_ms)
 {
     if (interrupted && !r->fail) fail(r, "interrupted by signal %d", (int)interrupted);
-    struct pollfd p[2];
-    int n = 0, io = -1, ie = -1;
+    struct pollfd p[3];
+    int n = 0, io = -1, ie = -1, iw = -1;
     if (!r->out_eof) { io = n; p[n++] = (struct pollfd){ .fd = r->fout, .events = POLLIN }; }
     if (!r->err_eof) { ie = n; p[n++] = (struct pollfd){ .fd = r->ferr, .events = POLLIN }; }
     if (!n) await_exit(r, wait_ms);
-    else if (poll(p, (nfds_t)n, wait_ms) > 0) {
-        if (io >= 0 && p[io].revents) read_stdout(r);
-        if (ie >= 0 && p[ie].revents) read_stderr(r);
+    else {
+        if (r->wake_fd >= 0) { iw = n; p[n++] = (struct pollfd){ .fd = r->wake_fd, .events = POLLIN }; }
+        if (poll(p, (nfds_t)n, wait_ms) > 0) {
+            if (io >= 0 && p[io].revents) read_stdout(r);
+            if (ie >= 0 && p[ie].revents) read_stderr(r);
+            if (iw >= 0 && p[iw].revents) {     // the events only wake the wait: drained
+                char ev[4096];
+                while (read(r->wake_fd, ev, sizeof ev) > 0) {}
+            }
+        }
     }
     if (r->nterms) client_poll(r);
     reap(r);

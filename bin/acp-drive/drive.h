@@ -84,6 +84,7 @@ typedef struct {
     // the agent
     pid_t pid;
     int pidfd;                      // readable when the agent exits (-1: not available)
+    int wake_fd;                    // a wait's inotify descriptor: pump returns when it has events (-1: none)
     int fin, fout, ferr;
     int out_eof, err_eof, exited, status;
     int termed;                     // the stop policy sent SIGTERM
@@ -200,5 +201,8 @@ void read_growing(const char *path, as_buf *out);
 void list_logs(const char *root, const profile *pf, loglist *l, as_buf *scratch);
 void loglist_free(loglist *l);
 void harvest(run *r);
+
+// compare.c: --compare (after the run is released); writes OUTDIR/compared.
+void compare_run(const run *r, const char *dir, int logs);
 
 #endif

@@ -23,7 +23,7 @@
 static const char USAGE[] =
     "usage: acp-drive -p PROFILE -o OUTDIR [--record] [--timeout MS] [--rpc-timeout MS]\n"
     "          [--exit-timeout MS] [--workspace-parent DIR] [--env K=V]... [--keep]\n"
-    "          [--provider-script FILE] SCENARIO_DIR\n"
+    "          [--provider-script FILE] [--compare stdout|all] SCENARIO_DIR\n"
     "Runs one scenario against an agent: a fresh cwd with workspace/ copied in,\n"
     "the agent booted through its profile (acpsnap-profile(5)), input.json driven\n"
     "over ACP, raw stdout captured, the session logs harvested, and run.json\n"
@@ -38,6 +38,10 @@ static const char USAGE[] =
     "  -e, --env K=V             adds to the agent's environment, last (repeatable)\n"
     "      --keep                keep the cwd and the sessions root\n"
     "      --provider-script FILE   record mode: replay-serve on FILE is the provider\n"
+    "      --compare stdout|all  after a completed replay, compare the normalized\n"
+    "                            transcript (all: and session logs) with the\n"
+    "                            scenario's committed files; the outcome (same,\n"
+    "                            differs or unknown) in OUTDIR/compared\n"
     "  -h, --help, --version\n"
     "Exit status: 0 the run completed, 1 the scenario failed, 2 trouble.\n";
 
@@ -45,6 +49,7 @@ static const char USAGE[] =
 typedef struct {
     const char *profile, *out, *wp;
     const char *provider;                      // --provider-script
+    int compare;                               // --compare: 0 no, 1 stdout, 2 all
     long timeout, rpc_timeout, exit_timeout;   // -1: not given
     char **env; size_t nenv;                   // --env K=V, in order
 } opts;
@@ -66,6 +71,7 @@ static void options(int argc, char **argv, opts *o, run *r)
         { "rpc-timeout", required_argument, 0, 'R' }, { "exit-timeout", required_argument, 0, 'x' },
         { "workspace-parent", required_argument, 0, 'w' }, { "env", required_argument, 0, 'e' },
         { "keep", no_argument, 0, 'k' }, { "provider-script", required_argument, 0, 'P' },
+        { "compare", required_argument, 0, 'C' },
         { "help", no_argument, 0, 'h' }, { "version", no_argument, 0, 'V' },
         { 0, 0, 0, 0 } };
     for (int ch; (ch = getopt_long(argc, argv, "p:o:re:h", lo, NULL)) != -1;) {
@@ -84,6 +90,11 @@ static void options(int argc, char **argv, opts *o, run *r)
             break;
         case 'k': r->keep = 1; break;
         case 'P': o->provider = optarg; break;
+        case 'C':
+            if (!strcmp(optarg, "stdout")) o->compare = 1;
+            else if (!strcmp(optarg, "all")) o->compare = 2;
+            else as_die(AS_TROUBLE, "invalid --compare: %s (stdout or all)", optarg);
+            break;
         case 'h': as_usage_exit(USAGE, 0);
         case 'V': as_version_exit();
         default: as_usage_exit(USAGE, AS_TROUBLE);
@@ -91,6 +102,7 @@ static void options(int argc, char **argv, opts *o, run *r)
     }
     if (argc - optind != 1 || !o->profile || !o->out) as_usage_exit(USAGE, AS_TROUBLE);
     if (o->provider && !r->record) as_die(AS_TROUBLE, "--provider-script needs --record");
+    if (o->compare && r->record) as_die(AS_TROUBLE, "--compare compares a replay: drop --record");
 }
 
 // The option, else the profile's, else the default.
@@ -235,7 +247,7 @@ static void release(run *r, char **envp)
 
 int main(int argc, char **argv)
 {
-    run r = { .fin = -1, .fout = -1, .ferr = -1, .pidfd = -1, .spill_fd = -1, .watch_id = -1,
+    run r = { .fin = -1, .fout = -1, .ferr = -1, .pidfd = -1, .wake_fd = -1, .spill_fd = -1, .watch_id = -1,
               .t_prepare = -1, .t_boot = -1, .t_exit = -1, .t_harvest = -1 };
     opts o = { .timeout = -1, .rpc_timeout = -1, .exit_timeout = -1 };
     as_setprog(argv[0]);
@@ -267,6 +279,7 @@ int main(int argc, char **argv)
     if (rc == AS_OK) rc = run_agent(&r, envp);
 
     release(&r, envp);
+    if (o.compare && rc == AS_OK) compare_run(&r, argv[optind], o.compare == 2);
     as_table_free(&table);
     free(script); free(o.env);
     return rc;

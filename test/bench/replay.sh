@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# Per-scenario cost of a replay: acp-drive alone and the whole pipeline
-# (acp-drive + scrub + compare), medians of 5 runs, peak RSS of acp-drive.
+# Per-scenario cost of a replay (target: <= 10 ms per scenario at -j1): the
+# whole pipeline (acp-drive + scrub + compare) at -j1 and -j2 (median of 5
+# suite runs / scenario count), acp-drive alone, the agent's own start-up,
+# the cost of any process here for scale, peak RSS of acp-drive, and the
+# processes started per scenario (an strace count, when strace exists).
 # Uses scenarios/ when it has a table, else a small tree recorded here
 # through replay-serve. Prints figures; asserts nothing.
 set -euo pipefail
@@ -13,7 +16,8 @@ export TMPDIR=$tmp/t
 mkdir -p "$TMPDIR"
 [ -x "$bin/acpsnap-agent" ] || { echo "replay: the reference agent is not built; skipped"; exit 0; }
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-now() { date +%s%N; }
+# microseconds, read without starting a process (bash's EPOCHREALTIME)
+now_us() { NOW=${EPOCHREALTIME/./}; }
 
 if [ -r scenarios/scenarios.jsonl ]; then
     snap=$root/scenarios
@@ -46,32 +50,71 @@ names=$("$bin/acpsnap-replay" -d "$snap" -p "$profile" --list)
 count=$(wc -l <<<"$names")
 echo "replay: $count scenarios from $snap"
 
+# the agent's own start-up: a replay-mode agent reading end of input at once
+first=${names%%$'\n'*}
+"$bin/acp-drive" -p "$profile" -o "$tmp/out" "$snap/$first" >/dev/null 2>&1 || true
+agent_us=()
+if [ -r "$tmp/out/replay.jsonl" ]; then
+    for k in 1 2 3 4 5; do
+        mkdir -p "$tmp/agent-sessions"
+        now_us; t0=$NOW
+        ACPSNAP_SNAPSHOT=replay ACPSNAP_REPLAY_SCRIPT=$tmp/out/replay.jsonl ACPSNAP_SESSIONS_ROOT=$tmp/agent-sessions "$bin/acpsnap-agent" < /dev/null > /dev/null 2>&1 || true
+        now_us; agent_us+=($((NOW - t0)))
+    done
+fi
+# the cost of starting any process here, for scale
+true_us=()
+for k in 1 2 3 4 5; do now_us; t0=$NOW; /bin/true; now_us; true_us+=($((NOW - t0))); done
+
 # acp-drive alone, per scenario
 drive_ms=() rss=()
 for n in $names; do
     t=()
     for k in 1 2 3 4 5; do
-        t0=$(now)
-        /usr/bin/time -f %M -o "$tmp/rss" "$bin/acp-drive" -p "$profile" -o "$tmp/out" "$snap/$n" 2>/dev/null || true
-        t+=($(( ($(now) - t0) / 1000 )))
-        rss+=("$(cat "$tmp/rss")")
+        now_us; t0=$NOW
+        "$bin/acp-drive" -p "$profile" -o "$tmp/out" "$snap/$n" > /dev/null 2>&1 || true
+        now_us; t+=($((NOW - t0)))
     done
+    /usr/bin/time -f %M -o "$tmp/rss" "$bin/acp-drive" -p "$profile" -o "$tmp/out" "$snap/$n" > /dev/null 2>&1 || true
+    rss+=("$(cat "$tmp/rss")")
     drive_ms+=("$(printf '%s\n' "${t[@]}" | median)")
 done
+us() { printf '%d.%03d ms' $(($1 / 1000)) $(($1 % 1000)); }
 printf '  acp-drive per scenario (median of 5, us): %s\n' "${drive_ms[*]}"
-printf '  acp-drive median over scenarios: %d.%03d ms; peak RSS %s KB\n' \
-    $(( $(printf '%s\n' "${drive_ms[@]}" | median) / 1000 )) $(( $(printf '%s\n' "${drive_ms[@]}" | median) % 1000 )) \
-    "$(printf '%s\n' "${rss[@]}" | sort -n | tail -1)"
+printf '  acp-drive alone per scenario: %s (median over scenarios); peak RSS %s KB\n' \
+    "$(us "$(printf '%s\n' "${drive_ms[@]}" | median)")" "$(printf '%s\n' "${rss[@]}" | sort -n | tail -1)"
+[ ${#agent_us[@]} = 0 ] || printf '  the agent'"'"'s own start-up (replay mode, end of input at once): %s (median of 5)\n' \
+    "$(us "$(printf '%s\n' "${agent_us[@]}" | median)")"
+printf '  any process here (/bin/true, for scale): %s (median of 5)\n' "$(us "$(printf '%s\n' "${true_us[@]}" | median)")"
 
 # the whole pipeline, sequential and with -j2
 for j in 1 2; do
     t=()
     for k in 1 2 3 4 5; do
-        t0=$(now)
+        now_us; t0=$NOW
         "$bin/acpsnap-replay" -d "$snap" -p "$profile" -j $j > "$tmp/replay.out" 2>&1 || { cat "$tmp/replay.out"; break; }
-        t+=($(( ($(now) - t0) / 1000000 )))
+        now_us; t+=($((NOW - t0)))
     done
     m=$(printf '%s\n' "${t[@]}" | median)
-    printf '  acpsnap-replay -j%d: suite %d ms (median of 5), %d ms per scenario\n' "$j" "$m" $((m / count))
+    printf '  acpsnap-replay -j%d: suite %s (median of 5), %s per scenario (target: <= 10 ms)\n' "$j" "$(us "$m")" "$(us $((m / count)))"
 done
+
+# processes per scenario: execve calls that succeeded, over the whole -j1
+# suite and over one scenario (the difference is the per-scenario share)
+if command -v strace >/dev/null; then
+    execs() { # GLOB...
+        strace -f -qq -e trace=execve -o "$tmp/strace" "$bin/acpsnap-replay" -d "$snap" -p "$profile" -j1 "$@" > /dev/null 2>&1 || true
+        grep -c 'execve(.*= 0$' "$tmp/strace" || true
+    }
+    all=$(execs) one=$(execs "$first")
+    if [ "$count" -gt 1 ]; then
+        printf '  processes: %d for the suite (%d.%d per scenario); %d for one scenario; %d.%d more per added scenario\n' \
+            "$all" $((all / count)) $((all * 10 / count % 10)) "$one" \
+            $(( (all - one) / (count - 1) )) $(( (all - one) * 10 / (count - 1) % 10 ))
+    else
+        printf '  processes: %d for the one scenario\n' "$all"
+    fi
+else
+    echo "  processes: strace not found; not counted"
+fi
 echo "  reference (dsh): about 1200 ms per scenario plus several seconds of test-runner start-up"

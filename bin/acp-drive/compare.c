@@ -1,0 +1,191 @@
+// compare.c - --compare stdout|all: the comparison of acpsnap-replay's replay
+// mode, done without its helper processes. The run's transcript normalized as
+// `scrub --stdout --context run.json` writes it, against the scenario's
+// stdout.expected.jsonl; with all, each harvested session log normalized as
+// `scrub --session --context run.json` writes it, against the committed
+// fixture of the same name normalized as `scrub --session` writes it; byte
+// for byte, as cmp(1) compares. The same code (common/norm.c) does the
+// normalizing. The outcome lands in OUTDIR/compared: "same", "differs", or
+// "unknown" when a reader gave up on its input (scrub then says why).
+//
+// The normalizing runs in a forked child: the readers of common/ exit on
+// malformed input, and the run's own outcome is settled by then.
+#include "drive.h"
+#include "norm.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+// A file's bytes; 0, or -1 when it is not a readable file.
+static int slurp(const char *path, as_buf *b)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    char buf[65536];
+    for (;;) {
+        ssize_t k = read(fd, buf, sizeof buf);
+        if (k < 0 && errno == EINTR) continue;
+        if (k < 0) { close(fd); return -1; }
+        if (!k) break;
+        as_buf_put(b, buf, (size_t)k);
+    }
+    close(fd);
+    return 0;
+}
+
+static void parse_object(as_json *j, const char *line, size_t len)
+{
+    if (as_json_parse(j, line, len) < 0 || j->t[0].type != AS_JOBJ) _exit(2);
+}
+
+// scrub --stdout with the context n.
+static void norm_stdout(as_norm *n, const char *path, as_buf *out)
+{
+    as_in *in = as_in_open(path);
+    as_json j = {0};
+    const char *line;
+    size_t len;
+    as_norm_reset_ids(n);
+    while (as_in_line(in, &line, &len)) {
+        if (!len) _exit(2);
+        parse_object(&j, line, len);
+        as_norm_stdout_frame(n, &j, out);
+        as_buf_putc(out, '\n');
+    }
+    as_in_close(in);
+    as_json_free(&j);
+}
+
+// scrub --session with the context n (the log's header's when n has none).
+static void norm_session(const as_norm *n, const char *path, as_buf *out)
+{
+    as_sess *s = as_sess_open(path);
+    as_norm *own = NULL;
+    const as_norm *ctx = n;
+    as_json j = {0};
+    const char *line;
+    size_t len;
+    as_sess_header(s, &line, &len);
+    parse_object(&j, line, len);
+    if (!as_norm_has_context(n)) {
+        own = as_norm_new();
+        as_norm_from_header(own, &j);
+        ctx = own;
+    }
+    as_norm_session_record(ctx, &j, AS_NS_COMPARE | AS_NS_HEADER, out);
+    as_buf_putc(out, '\n');
+    as_event ev;
+    while (as_sess_next(s, &ev)) {
+        if (ev.member > 0) continue;   // a packed row is one line: done at its first member
+        if (ev.member < 0 && !ev.projected) {
+            as_norm_session_record(ctx, ev.j, AS_NS_COMPARE, out);
+        } else {
+            as_sess_line(s, &line, &len);
+            parse_object(&j, line, len);
+            as_norm_session_record(ctx, &j, AS_NS_COMPARE, out);
+        }
+        as_buf_putc(out, '\n');
+    }
+    as_sess_close(s);
+    as_json_free(&j);
+    if (own) as_norm_free(own);
+}
+
+static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+// The session logs of a directory as acpsnap-replay globs them
+// (session.jsonl, session.[1-9]*.jsonl; existing, links followed), sorted.
+static size_t session_files(const char *dir, char ***names)
+{
+    size_t n = 0;
+    *names = NULL;
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    as_buf p = {0};
+    struct stat st;
+    for (struct dirent *e; (e = readdir(d));) {
+        if (strcmp(e->d_name, "session.jsonl") && fnmatch("session.[1-9]*.jsonl", e->d_name, 0)) continue;
+        as_buf_reset(&p);
+        as_buf_printf(&p, "%s/%s", dir, e->d_name);
+        if (stat(p.p, &st)) continue;
+        *names = as_xrealloc(*names, (n + 1) * sizeof **names);
+        (*names)[n++] = as_xstrdup(e->d_name);
+    }
+    closedir(d);
+    as_buf_free(&p);
+    if (n) qsort(*names, n, sizeof **names, by_name);
+    return n;
+}
+
+static void free_names(char **v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) free(v[i]);
+    free(v);
+}
+
+// 1 when every compared pair is the same (the child's whole work).
+static int same(const run *r, const char *dir, int logs)
+{
+    as_buf path = {0}, got = {0}, want = {0};
+    as_buf_printf(&path, "%s/run.json", r->outdir);
+    as_norm *n = as_norm_new();
+    as_norm_load_file(n, path.p);
+    as_buf_reset(&path);
+    as_buf_printf(&path, "%s/stdout.raw.jsonl", r->outdir);
+    norm_stdout(n, path.p, &got);
+    as_buf_reset(&path);
+    as_buf_printf(&path, "%s/stdout.expected.jsonl", dir);
+    int ok = !slurp(path.p, &want) && got.n == want.n && !memcmp(got.p ? got.p : "", want.p ? want.p : "", got.n);
+    if (ok && logs) {
+        char **fix, **har;
+        size_t nf = session_files(dir, &fix), nh = session_files(r->outdir, &har);
+        as_norm *none = as_norm_new();
+        ok = nf == nh;
+        for (size_t i = 0; ok && i < nf; i++) {
+            ok = !strcmp(fix[i], har[i]);
+            if (!ok) break;
+            as_buf_reset(&got); as_buf_reset(&want);
+            as_buf_reset(&path);
+            as_buf_printf(&path, "%s/%s", r->outdir, har[i]);
+            norm_session(n, path.p, &got);
+            as_buf_reset(&path);
+            as_buf_printf(&path, "%s/%s", dir, fix[i]);
+            norm_session(none, path.p, &want);
+            ok = got.n == want.n && !memcmp(got.p ? got.p : "", want.p ? want.p : "", got.n);
+        }
+        as_norm_free(none);
+        free_names(fix, nf);
+        free_names(har, nh);
+    }
+    as_norm_free(n);
+    as_buf_free(&path); as_buf_free(&got); as_buf_free(&want);
+    return ok;
+}
+
+void compare_run(const run *r, const char *dir, int logs)
+{
+    const char *verdict = "unknown";
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int nul = open("/dev/null", O_WRONLY);   // a reader's complaint is scrub's to make
+        if (nul >= 0) dup2(nul, 2);
+        _exit(same(r, dir, logs) ? 0 : 1);
+    }
+    int st;
+    if (pid > 0) {
+        while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
+        if (WIFEXITED(st) && WEXITSTATUS(st) <= 1) verdict = WEXITSTATUS(st) ? "differs" : "same";
+    }
+    char *p = xasprintf("%s/compared", r->outdir);
+    FILE *f = fopen(p, "w");
+    if (!f || fprintf(f, "%s\n", verdict) < 0 || fclose(f)) as_die_sys("write %s", p);
+    free(p);
+}

@@ -453,14 +453,16 @@ static void restore_envelope(as_sess *s, int ty)
 {
     const as_json *j = &s->j;
     as_buf *b = &s->ebuf;
-    size_t at = j->t[ty].end;
+    // the root object's bytes (white space around it is not kept), split
+    // after the "type" member
+    uint32_t os = j->t[0].start, oe = j->t[0].end, at = j->t[ty].end;
     as_buf_reset(b);
-    as_buf_put(b, j->s, at);
+    as_buf_put(b, j->s + os, at - os);
     as_buf_puts(b, ",\"seq\":");
     as_buf_puti(b, s->nextseq);
     as_buf_puts(b, ",\"time\":0");
-    size_t shift = b->n - at;
-    as_buf_put(b, j->s + at, j->len - at);
+    uint32_t shift = (uint32_t)b->n - (at - os);   // the inserted bytes
+    as_buf_put(b, j->s + at, oe - at);
     as_json *e = &s->ej;
     if (e->cap < j->n + 4) {
         e->cap = j->n + 4;
@@ -470,8 +472,13 @@ static void restore_envelope(as_sess *s, int ty)
     e->len = b->n;
     e->err = NULL;
     e->n = (size_t)ty + 1;
-    memcpy(e->t, j->t, e->n * sizeof *e->t);
-    tw w = {e, at + 1};
+    for (int i = 0; i <= ty; i++) {             // the root and the members up to "type"
+        as_tok t = j->t[i];
+        t.start -= os;
+        t.end -= os;
+        e->t[i] = t;
+    }
+    tw w = {e, at - os + 1};
     tw_key(&w, 5);                              // "seq"
     tw_int(&w, b->p);
     tw_comma(&w);
@@ -479,14 +486,14 @@ static void restore_envelope(as_sess *s, int ty)
     tw_val(&w, AS_JNUM, 1, 0);
     for (size_t i = (size_t)ty + 1; i < j->n; i++) {
         as_tok t = j->t[i];
-        t.start += (uint32_t)shift;
-        t.end += (uint32_t)shift;
+        t.start = t.start - os + shift;
+        t.end = t.end - os + shift;
         t.next += 4;
         e->t[e->n++] = t;
     }
     // Before the insertion only the root spans it; the subtrees of the
     // members before it, "type" included, end where they did.
-    e->t[0].end += (uint32_t)shift;
+    e->t[0].end = (uint32_t)b->n;
     e->t[0].next = (uint32_t)e->n;
     e->t[0].count += 2;
 }

@@ -299,3 +299,13 @@ bad() {
     [ "$(wc -l < out)" -eq 2 ]
     [ "$(tail -c 1 out | od -An -c | tr -d ' ')" = '\n' ]
 }
+
+@test "--unpack of a projected line with white space around and inside its object: the object alone, envelope after type" {
+    printf '%s\n' '{"type":"session","id":"f"}' '  {"a":1, "type" : "x" ,"b":[1, 2]}  ' '{"type":"y"} ' \
+        '{"data":{"x":[1]},"type":"z" , "data" : { "k":1 }} ' > "$BATS_TEST_TMPDIR/p.jsonl"
+    run -0 jsonl-pack --unpack "$BATS_TEST_TMPDIR/p.jsonl"
+    assert_output "$(printf '%s\n' '{"type":"session","id":"f"}' '{"a":1, "type" : "x","seq":0,"time":0 ,"b":[1, 2]}' \
+        '{"type":"y","seq":1,"time":0}' '{"data":{"x":[1]},"type":"z","seq":2,"time":0 , "data" : { "k":1 }}')"
+    # and the restored events pack back to the same bytes
+    jsonl-pack --unpack "$BATS_TEST_TMPDIR/p.jsonl" | jsonl-pack | jsonl-pack --unpack | cmp - <(jsonl-pack --unpack "$BATS_TEST_TMPDIR/p.jsonl")
+}

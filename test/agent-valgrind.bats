@@ -21,9 +21,15 @@ setup() {
     AGENT_BIN=$VG
 }
 
+# valgrind 3.19 does not know pidfd_open (syscall 434) either: it warns and
+# fails the call, and the bash tool polls for bash's exit instead
+# (example/tools.c). That warning (five "--pid--" lines) is not a finding.
 vg_clean() {
-    [ "$AGENT_RC" -eq 0 ] || { cat "$BATS_TEST_TMPDIR/vg.log"; return 1; }
-    [ ! -s "$BATS_TEST_TMPDIR/vg.log" ] || { cat "$BATS_TEST_TMPDIR/vg.log"; return 1; }
+    local log=$BATS_TEST_TMPDIR/vg.log
+    [ "$AGENT_RC" -eq 0 ] || { cat "$log"; return 1; }
+    awk '/^--[0-9]+-- WARNING: unhandled amd64-linux syscall: 434$/ { skip = 5 } skip > 0 { skip--; next } { print }' \
+        "$log" > "$log.findings"
+    [ ! -s "$log.findings" ] || { cat "$log"; return 1; }
 }
 
 @test "valgrind: a tool turn and two parallel tool calls" {

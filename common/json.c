@@ -52,6 +52,45 @@ static inline uint32_t push(as_json *j, int type, size_t start)
     return (uint32_t)j->n++;
 }
 
+// Opens the container whose bracket is s[p] inside container cur (-1: the
+// root) and makes it the current one: its `next` holds the parent's index
+// until it closes, +1 so that -1 fits.
+static inline uint32_t open_container(as_json *j, char bracket, size_t p, long *cur)
+{
+    uint32_t i = push(j, bracket == '{' ? AS_JOBJ : AS_JARR, p);
+    j->t[i].next = (uint32_t)(*cur + 1);
+    *cur = i;
+    return i;
+}
+
+// Closes container cur at its bracket s[p]; returns its parent.
+static inline long close_container(as_json *j, long cur, size_t p)
+{
+    as_tok *t = &j->t[cur];
+    t->end = (uint32_t)(p + 1);
+    long parent = (long)t->next - 1;
+    t->next = (uint32_t)j->n;
+    return parent;
+}
+
+// The literal or number starting at s[p], as token; 0 and *endp, or -1.
+static int number(as_json *j, size_t p, size_t *endp);
+static int literal(as_json *j, size_t p, const char *word, size_t *endp);
+static inline int scalar_token(as_json *j, size_t p, size_t *endp)
+{
+    char c = j->s[p];
+    if (c == 't' || c == 'f' || c == 'n') {
+        uint32_t i = push(j, c == 't' ? AS_JTRUE : c == 'f' ? AS_JFALSE : AS_JNULL, p);
+        if (literal(j, p, c == 't' ? "true" : c == 'f' ? "false" : "null", endp)) return -1;
+        j->t[i].end = (uint32_t)*endp;
+        return 0;
+    }
+    uint32_t i = push(j, AS_JNUM, p);
+    if (number(j, p, endp)) return -1;
+    j->t[i].end = (uint32_t)*endp;
+    return 0;
+}
+
 static inline size_t ws(const char *s, size_t p, size_t len)
 {
     if (p < len && (unsigned char)s[p] > ' ') return p;   // compact JSON: the usual case
@@ -197,9 +236,7 @@ value:
     case '{':
     case '[': {
         if (++depth > maxdepth) return fail(j, p, "nesting too deep");
-        uint32_t i = push(j, s[p] == '{' ? AS_JOBJ : AS_JARR, p);
-        j->t[i].next = (uint32_t)(cur + 1);   // parent link, +1 so -1 fits
-        cur = i;
+        uint32_t i = open_container(j, s[p], p, &cur);
         p = ws(s, p + 1, len);
         if (p < len && s[p] == (j->t[i].type == AS_JOBJ ? '}' : ']')) goto close;
         if (j->t[i].type == AS_JOBJ) goto key;
@@ -208,25 +245,16 @@ value:
     case '"':
         if (string_token(j, p, &p)) return -1;
         break;
-    case 't': case 'f': case 'n': {
-        uint32_t i = push(j, s[p] == 't' ? AS_JTRUE : s[p] == 'f' ? AS_JFALSE : AS_JNULL, p);
-        size_t e;
-        if (literal(j, p, s[p] == 't' ? "true" : s[p] == 'f' ? "false" : "null", &e)) return -1;
-        j->t[i].end = (uint32_t)e;
-        p = e;
+    case 't': case 'f': case 'n':
+        if (scalar_token(j, p, &p)) return -1;
         break;
-    }
     case 'N': case 'I':
         return fail(j, p, "NaN and Infinity are not valid JSON");
     case '+':
         return fail(j, p, "'+' is not allowed before a number");
     default:
         if (s[p] == '-' || (s[p] >= '0' && s[p] <= '9')) {
-            uint32_t i = push(j, AS_JNUM, p);
-            size_t e;
-            if (number(j, p, &e)) return -1;
-            j->t[i].end = (uint32_t)e;
-            p = e;
+            if (scalar_token(j, p, &p)) return -1;
             break;
         }
         return fail(j, p, "expected a value");
@@ -266,16 +294,26 @@ key:
         goto value;
     }
 
-close: {
-        as_tok *t = &j->t[cur];
-        t->end = (uint32_t)(p + 1);
-        long parent = (long)t->next - 1;
-        t->next = (uint32_t)j->n;
-        cur = parent;
-        depth--;
-        p++;
-        goto after;
+close:
+    cur = close_container(j, cur, p);
+    depth--;
+    p++;
+    goto after;
+}
+
+// The string token i opening at the quote ix[*k] (a line's structural index,
+// simd.h): past its escapes to its closing quote; returns the byte after it.
+static inline size_t indexed_string(as_json *j, uint32_t i, const uint32_t *ix, size_t *k)
+{
+    const char *s = j->s;
+    size_t q = *k + 1;
+    if (s[ix[q]] == '\\') {
+        j->t[i].esc = 1;
+        do q++; while (s[ix[q]] == '\\');
     }
+    *k = q + 1;
+    j->t[i].end = ix[q] + 1;
+    return ix[q] + 1;
 }
 
 // Stage 2 over the structural index ix[0, m] (simd.h): the grammar of
@@ -299,56 +337,28 @@ value:
     case '{':
     case '[':
         if (++depth > maxdepth) return -1;
-        i = push(j, s[p] == '{' ? AS_JOBJ : AS_JARR, p);
-        j->t[i].next = (uint32_t)(cur + 1);   // parent link, as in parse_bytes
-        cur = i;
+        i = open_container(j, s[p], p, &cur);
         k++;
         p++;
         if (p < len && s[p] == (j->t[i].type == AS_JOBJ ? '}' : ']')) goto close;
         if (j->t[i].type == AS_JOBJ) goto key;
         goto value;
     case '"':
-        i = push(j, AS_JSTR, p);
-        goto string;
-    case 't': case 'f': case 'n': {
-        i = push(j, s[p] == 't' ? AS_JTRUE : s[p] == 'f' ? AS_JFALSE : AS_JNULL, p);
-        size_t e;
-        if (literal(j, p, s[p] == 't' ? "true" : s[p] == 'f' ? "false" : "null", &e) || e != ix[k]) return -1;
-        j->t[i].end = (uint32_t)(p = e);
+        p = indexed_string(j, push(j, AS_JSTR, p), ix, &k);
         goto after;
-    }
+    case 't': case 'f': case 'n':
+    case '-': case '0': case '1': case '2': case '3': case '4': case '5': case '6': case '7': case '8': case '9':
+        // a scalar ends where the next structural byte is
+        if (scalar_token(j, p, &p) || p != ix[k]) return -1;
+        goto after;
     default:
-        if (s[p] == '-' || (s[p] >= '0' && s[p] <= '9')) {
-            i = push(j, AS_JNUM, p);
-            size_t e;
-            if (number(j, p, &e) || e != ix[k]) return -1;
-            j->t[i].end = (uint32_t)(p = e);
-            goto after;
-        }
         return -1;
     }
 
-string:         // token i opens at the quote ix[k]; escapes, then the closing quote
-    k++;
-    if (s[ix[k]] == '\\') {
-        j->t[i].esc = 1;
-        do k++; while (s[ix[k]] == '\\');
-    }
-    p = ix[k++] + 1;
-    j->t[i].end = (uint32_t)p;
-    goto after;
-
 key:
     if (p >= len || s[p] != '"') return -1;
-    i = push(j, AS_JSTR, p);
     j->t[cur].count++;
-    k++;
-    if (s[ix[k]] == '\\') {
-        j->t[i].esc = 1;
-        do k++; while (s[ix[k]] == '\\');
-    }
-    p = ix[k++] + 1;
-    j->t[i].end = (uint32_t)p;
+    p = indexed_string(j, push(j, AS_JSTR, p), ix, &k);
     if (p >= len || s[p] != ':' || ix[k] != p) return -1;
     k++;
     p++;
@@ -370,17 +380,12 @@ after:
     p++;
     goto value;
 
-close: {        // s[p] is the bracket at ix[k]
-        k++;
-        as_tok *t = &j->t[cur];
-        t->end = (uint32_t)(p + 1);
-        long parent = (long)t->next - 1;
-        t->next = (uint32_t)j->n;
-        cur = parent;
-        depth--;
-        p++;
-        goto after;
-    }
+close:          // s[p] is the bracket at ix[k]
+    k++;
+    cur = close_container(j, cur, p);
+    depth--;
+    p++;
+    goto after;
 }
 
 int as_json_parse(as_json *j, const char *s, size_t len)

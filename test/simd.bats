@@ -57,33 +57,36 @@ each() {
     echo "rc $rc"
 }
 
+# log_filters FILE / stdout_filters FILE: every filter of that kind of file,
+# at level $l, with its exit status
+log_filters() {
+    each jsonl-project "$1"
+    each jsonl-pack "$1"
+    each jsonl-pack --unpack "$1"
+    each jsonl-pack --check "$1"
+    each replay-derive "$1"
+    each scrub --session --cwd /tmp/acp-snap-cwd-x "$1"
+}
+stdout_filters() { each scrub --stdout "$1"; }
+
+# same_on_levels FN FILE: FN's output on FILE is the same at every level
+same_on_levels() {
+    local l
+    for l in "${ok[@]}"; do "$1" "$2" > "$BATS_TEST_TMPDIR/out.$l" 2>&1; done
+    for l in "${ok[@]}"; do
+        cmp "$BATS_TEST_TMPDIR/out.${ok[0]}" "$BATS_TEST_TMPDIR/out.$l" || { echo "$2: $l differs from ${ok[0]}"; return 1; }
+    done
+}
+
 @test "every level: each filter writes the same bytes on every corpus log and transcript" {
     mapfile -t ok < <(levels)
-    cwd=/tmp/acp-snap-cwd-x
     n=0
     while read -r f; do
-        for l in "${ok[@]}"; do
-            {
-                each jsonl-project "$f"
-                each jsonl-pack "$f"
-                each jsonl-pack --unpack "$f"
-                each jsonl-pack --check "$f"
-                each replay-derive "$f"
-                each scrub --session --cwd "$cwd" "$f"
-            } > "$BATS_TEST_TMPDIR/out.$l" 2>&1
-        done
-        for l in "${ok[@]}"; do
-            cmp "$BATS_TEST_TMPDIR/out.${ok[0]}" "$BATS_TEST_TMPDIR/out.$l" || { echo "$f: $l differs from ${ok[0]}"; return 1; }
-        done
+        same_on_levels log_filters "$f"
         n=$((n + 1))
     done < <(find "$CORPUS" -name 'session*.jsonl' | LC_ALL=C sort | awk 'NR % 4 == 1')
     while read -r f; do
-        for l in "${ok[@]}"; do
-            each scrub --stdout "$f" > "$BATS_TEST_TMPDIR/out.$l" 2>&1
-        done
-        for l in "${ok[@]}"; do
-            cmp "$BATS_TEST_TMPDIR/out.${ok[0]}" "$BATS_TEST_TMPDIR/out.$l" || { echo "$f: $l differs"; return 1; }
-        done
+        same_on_levels stdout_filters "$f"
         n=$((n + 1))
     done < <(find "$CORPUS" -name 'stdout*.jsonl' | LC_ALL=C sort | awk 'NR % 4 == 1')
     [ "$n" -gt 40 ]

@@ -23,23 +23,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-// A file's bytes; 0, or -1 when it is not a readable file.
-static int slurp(const char *path, as_buf *b)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return -1;
-    char buf[65536];
-    for (;;) {
-        ssize_t k = read(fd, buf, sizeof buf);
-        if (k < 0 && errno == EINTR) continue;
-        if (k < 0) { close(fd); return -1; }
-        if (!k) break;
-        as_buf_put(b, buf, (size_t)k);
-    }
-    close(fd);
-    return 0;
-}
-
 static void parse_object(as_json *j, const char *line, size_t len)
 {
     if (as_json_parse(j, line, len) < 0 || j->t[0].type != AS_JOBJ) _exit(2);
@@ -142,7 +125,7 @@ static int same(const run *r, const char *dir, int logs)
     norm_stdout(n, path.p, &got);
     as_buf_reset(&path);
     as_buf_printf(&path, "%s/stdout.expected.jsonl", dir);
-    int ok = !slurp(path.p, &want) && got.n == want.n && !memcmp(got.p ? got.p : "", want.p ? want.p : "", got.n);
+    int ok = !as_read_raw(path.p, &want) && got.n == want.n && !memcmp(got.p ? got.p : "", want.p ? want.p : "", got.n);
     if (ok && logs) {
         char **fix, **har;
         size_t nf = session_files(dir, &fix), nh = session_files(r->outdir, &har);

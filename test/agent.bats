@@ -543,6 +543,11 @@ acpsnap-agent: replay: 2 of 2 entries not consumed\$"
     assert_equal "$stderr" "acpsnap-agent: $BATS_TEST_TMPDIR/bad.conf:1: expected key = value"
     run -2 --separate-stderr env ACPSNAP_PERSISTENCE=gzip "$AGENT_BIN" < /dev/null
     assert_equal "$stderr" "acpsnap-agent: ACPSNAP_PERSISTENCE: persistence must be zstd or raw"
+    run -2 --separate-stderr env ACPSNAP_SYNC=fdatasync "$AGENT_BIN" < /dev/null
+    assert_equal "$stderr" "acpsnap-agent: ACPSNAP_SYNC: sync must be fsync or none"
+    printf 'sync = never\n' > "$BATS_TEST_TMPDIR/bad.conf"
+    run -2 --separate-stderr "$AGENT_BIN" -c "$BATS_TEST_TMPDIR/bad.conf" < /dev/null
+    assert_equal "$stderr" "acpsnap-agent: $BATS_TEST_TMPDIR/bad.conf:1: sync: sync must be fsync or none"
     run -2 --separate-stderr env ACPSNAP_SNAPSHOT=replay "$AGENT_BIN" < /dev/null
     assert_equal "$stderr" "acpsnap-agent: replay mode needs a replay script (replay_script, ACPSNAP_REPLAY_SCRIPT or --replay)"
     run -2 --separate-stderr "$AGENT_BIN" -c "$BATS_TEST_TMPDIR/missing.conf" < /dev/null

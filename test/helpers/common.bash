@@ -11,6 +11,10 @@ CORPUS="${ACPSNAP_CORPUS:-$ROOT/test/data/corpus}"
 BIN="$ROOT/${ACPSNAP_BUILD:-build/rel}/bin"
 PATH="$BIN:$PATH"
 export ROOT CORPUS PATH
+# The make that runs the suites (make check, make -C DIR check) must not pass
+# its flags on to the makes a test runs as a user would: -w from -C would add
+# "Entering directory" lines to their output.
+unset MAKEFLAGS MFLAGS MAKELEVEL
 
 # Every fixture under the corpus: session*.jsonl inside snapshots/ trees.
 corpus_fixtures() {

@@ -225,6 +225,11 @@ static inline int as_json_tok_is(const as_json *j, int tok, const char *lit, siz
 }
 // Plain integer (-?[0-9]+, no fraction/exponent) within ±(2^53−1): 1 and *out.
 int as_json_int(const as_json *j, int tok, int64_t *out);
+// The JSON string whose quote is s[p] of s[0, len), validated as
+// as_json_parse would: the offset just past its closing quote, or 0 when it
+// is not one (no message: a caller falls back to as_json_parse for that).
+// *esc becomes 1 when it holds a backslash escape.
+size_t as_jstr_end(const char *s, size_t len, size_t p, int *esc);
 // Byte span helpers.
 static inline const char *as_tok_p(const as_json *j, int tok) { return j->s + j->t[tok].start; }
 static inline size_t as_tok_len(const as_json *j, int tok) { return j->t[tok].end - j->t[tok].start; }
@@ -262,6 +267,11 @@ typedef struct {
     // by hand (or a copy with rewritten bytes) is classified from scratch.
     const as_json *root_j;
     int root[5];
+    // (internal) when the decoder knows the event is a chunk member in the
+    // one layout a packed row unpacks to (acpsnap-session(5)), its fields,
+    // for the packer. Ignored unless member_of == json.
+    const void *member_f;
+    const char *member_of;
 } as_event;
 typedef struct as_sess as_sess;
 // Opens a session log. Reads and checks line 1 (an object whose "type" is
@@ -283,6 +293,10 @@ as_form as_sess_form(const as_sess *s);      // form of the body seen so far
 // malformed packed rows (each class its own message).
 int as_sess_next(as_sess *s, as_event *ev);
 const char *as_sess_name(const as_sess *s);
+// For a caller that only copies events or packs them (as_packer_push,
+// as_event_line): a chunk member the decoder knows (member_f set) may then
+// come without tokens, ev->j NULL.
+void as_sess_lazy(as_sess *s);
 void as_sess_close(as_sess *s);
 
 // The packer: canonical packing of an event stream into storage lines. An

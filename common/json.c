@@ -117,18 +117,20 @@ static inline int utf8len(const unsigned char *s, size_t p, size_t len)
     return n;
 }
 
-// Scans the string starting at the quote s[p]; returns 0 and sets *endp
-// just past the closing quote, or -1.
-static inline __attribute__((always_inline)) int string(as_json *j, size_t p, size_t *endp, int *esc)
+// Scans the string starting at the quote s[p] of s[0, len): returns 0 with
+// *pp just past the closing quote, or -1 with *pp at the fault and *why its
+// message. *esc becomes 1 at a backslash escape. sse: the 16-byte skip may
+// run (0 at ACPSNAP_SIMD=scalar).
+static inline __attribute__((always_inline)) int str_scan(const unsigned char *s, size_t len, size_t *pp,
+                                                          int *esc, const char **why, int sse)
 {
-    const unsigned char *s = (const unsigned char *)j->s;
-    size_t len = j->len, open = p;
+    size_t p = *pp, open = p;
     p++;
     for (;;) {
 #ifdef __SSE2__
         // Sixteen bytes at a time: stop at '"', '\\', a control byte or a
         // non-ASCII byte (the signed compare catches both of the latter).
-        if (sse2_ok) {
+        if (sse) {
             const __m128i q = _mm_set1_epi8('"'), b = _mm_set1_epi8('\\'), sp = _mm_set1_epi8(0x20);
             while (p + 16 <= len) {
                 __m128i v = _mm_loadu_si128((const __m128i *)(s + p));
@@ -141,32 +143,50 @@ static inline __attribute__((always_inline)) int string(as_json *j, size_t p, si
         }
 #endif
         while (p < len && plain[s[p]]) p++;
-        if (p >= len) return fail(j, open, "unterminated string");
+        if (p >= len) { *pp = open; *why = "unterminated string"; return -1; }
 #ifdef __SSE2__
     special:;
 #endif
         unsigned c = s[p];
-        if (c == '"') { *endp = p + 1; return 0; }
+        if (c == '"') { *pp = p + 1; return 0; }
         if (c == '\\') {
             *esc = 1;
-            if (p + 1 >= len) return fail(j, open, "unterminated string");
+            if (p + 1 >= len) { *pp = open; *why = "unterminated string"; return -1; }
             unsigned e = s[p + 1];
             if (e == 'u') {
-                if (p + 6 > len || !hex(s[p + 2]) || !hex(s[p + 3]) || !hex(s[p + 4]) || !hex(s[p + 5]))
-                    return fail(j, p, "invalid \\u escape");
+                if (p + 6 > len || !hex(s[p + 2]) || !hex(s[p + 3]) || !hex(s[p + 4]) || !hex(s[p + 5])) {
+                    *pp = p; *why = "invalid \\u escape"; return -1;
+                }
                 p += 6;
             } else if (e == '"' || e == '\\' || e == '/' || e == 'b' || e == 'f' || e == 'n' || e == 'r' || e == 't') {
                 p += 2;
             } else {
-                return fail(j, p, "invalid escape");
+                *pp = p; *why = "invalid escape"; return -1;
             }
             continue;
         }
-        if (c < 0x20) return fail(j, p, "raw control character in string");
+        if (c < 0x20) { *pp = p; *why = "raw control character in string"; return -1; }
         int n = utf8len(s, p, len);
-        if (!n) return fail(j, p, "invalid UTF-8");
+        if (!n) { *pp = p; *why = "invalid UTF-8"; return -1; }
         p += (size_t)n;
     }
+}
+
+// Scans the string starting at the quote s[p]; returns 0 and sets *endp
+// just past the closing quote, or -1.
+static inline __attribute__((always_inline)) int string(as_json *j, size_t p, size_t *endp, int *esc)
+{
+    const char *why;
+    if (str_scan((const unsigned char *)j->s, j->len, &p, esc, &why, sse2_ok)) return fail(j, p, why);
+    *endp = p;
+    return 0;
+}
+
+size_t as_jstr_end(const char *s, size_t len, size_t p, int *esc)
+{
+    const char *why;
+    if (p >= len || s[p] != '"') return 0;
+    return str_scan((const unsigned char *)s, len, &p, esc, &why, as_simd() != AS_SIMD_SCALAR) ? 0 : p;
 }
 
 // Records the string token whose quote is s[p]; returns 0 and sets *endp

@@ -2,6 +2,7 @@
 // into events with envelopes (synthetic ones for projected input), strict row
 // validation, canonical packing of delta runs, projection.
 #include "acpsnap.h"
+#include "simd.h"
 #include <fcntl.h>
 #include <setjmp.h>
 #include <stdlib.h>
@@ -9,6 +10,14 @@
 #include <unistd.h>
 
 #define SAFE_MAX 9007199254740991LL
+
+// The fields of a chunk-delta event, as byte spans (a NULL p: absent).
+typedef struct { const char *p; size_t n; } bspan;
+typedef struct {
+    as_delta kind;
+    bspan turn, step, index, id, name, payload;
+    bspan seq, time;    // when set: the spans the decoder read the envelope's values from
+} member_f;
 
 struct as_sess {
     as_in *in;
@@ -27,6 +36,9 @@ struct as_sess {
     int mem;               // token of the next member
     int dt;                // token of the next dt element
     int turn, step, index, id, name;
+    int templ;             // member lines may take the template (not at ACPSNAP_SIMD=scalar)
+    member_f mf;           // the fields of the last event, when it is a member (as_event.member_f)
+    int lazy;              // as_sess_lazy: members need no tokens
 };
 
 static const char *row_tag(int kind)
@@ -50,6 +62,7 @@ as_sess *as_sess_open(const char *path)
     if (!s) as_die(AS_TROUBLE, "out of memory");
     opening = s;
     s->in = as_in_open(path);
+    s->templ = as_simd() != AS_SIMD_SCALAR;
     const char *line;
     size_t len;
     if (!as_in_line(s->in, &line, &len))
@@ -217,14 +230,6 @@ static void start_row(as_sess *s, int kind)
 
 // ------------------------------------------------------------ member bytes
 
-// The fields of a chunk-delta event, as byte spans (a NULL p: absent).
-typedef struct { const char *p; size_t n; } bspan;
-typedef struct {
-    as_delta kind;
-    bspan turn, step, index, id, name, payload;
-    bspan seq, time;    // when set: the spans the decoder read the envelope's values from
-} member_f;
-
 static bspan tok_span(const as_json *j, int tok)
 {
     return tok < 0 ? (bspan){NULL, 0} : (bspan){as_tok_p(j, tok), as_tok_len(j, tok)};
@@ -323,13 +328,16 @@ static int is_member_bytes(const char *s, size_t n, const member_f *f, int env, 
 // codec fuzz target compares every event's tokens with a fresh scan).
 typedef struct { as_json *j; size_t pos; } tw;
 
-static uint32_t tw_tok(tw *w, int type, size_t start, size_t end, int esc)
+// The writer's user makes room for all its tokens first (tw_room).
+static void tw_room(as_json *j, size_t n)
+{
+    if (j->cap >= n) return;
+    j->cap = n < 64 ? 64 : n;
+    j->t = as_xrealloc(j->t, j->cap * sizeof *j->t);
+}
+MINLINE uint32_t tw_tok(tw *w, int type, size_t start, size_t end, int esc)
 {
     as_json *j = w->j;
-    if (j->n == j->cap) {
-        j->cap = j->cap ? j->cap * 2 : 64;
-        j->t = as_xrealloc(j->t, j->cap * sizeof *j->t);
-    }
     as_tok *t = &j->t[j->n];
     t->type = (uint8_t)type;
     t->esc = (uint8_t)esc;
@@ -340,16 +348,16 @@ static uint32_t tw_tok(tw *w, int type, size_t start, size_t end, int esc)
     return (uint32_t)j->n++;
 }
 // A key of n bytes (quotes included) at the cursor, and its ':'.
-static void tw_key(tw *w, size_t n) { tw_tok(w, AS_JSTR, w->pos, w->pos + n, 0); w->pos += n + 1; }
+MINLINE void tw_key(tw *w, size_t n) { tw_tok(w, AS_JSTR, w->pos, w->pos + n, 0); w->pos += n + 1; }
 // A scalar of n bytes at the cursor.
-static void tw_val(tw *w, int type, size_t n, int esc) { tw_tok(w, type, w->pos, w->pos + n, esc); w->pos += n; }
-static void tw_comma(tw *w) { w->pos++; }
+MINLINE void tw_val(tw *w, int type, size_t n, int esc) { tw_tok(w, type, w->pos, w->pos + n, esc); w->pos += n; }
+MINLINE void tw_comma(tw *w) { w->pos++; }
 // An object of count members opening at the cursor.
-static uint32_t tw_open(tw *w, uint32_t count) { uint32_t i = tw_tok(w, AS_JOBJ, w->pos++, 0, 0); w->j->t[i].count = count; return i; }
+MINLINE uint32_t tw_open(tw *w, uint32_t count) { uint32_t i = tw_tok(w, AS_JOBJ, w->pos++, 0, 0); w->j->t[i].count = count; return i; }
 // Closes object i at the cursor's '}'.
-static void tw_close(tw *w, uint32_t i) { w->j->t[i].end = (uint32_t)++w->pos; w->j->t[i].next = (uint32_t)w->j->n; }
+MINLINE void tw_close(tw *w, uint32_t i) { w->j->t[i].end = (uint32_t)++w->pos; w->j->t[i].next = (uint32_t)w->j->n; }
 // The plain integer at the cursor (member envelopes: seq, time).
-static void tw_int(tw *w, const char *p)
+MINLINE void tw_int(tw *w, const char *p)
 {
     size_t e = w->pos + (p[w->pos] == '-');
     while (p[e] >= '0' && p[e] <= '9') e++;
@@ -365,6 +373,7 @@ static void member_tokens(as_json *j, const char *p, size_t n, const member_f *f
     j->len = n;
     j->n = 0;
     j->err = NULL;
+    tw_room(j, 24);   // 22 tokens at most
     int tool = f->kind == AS_DELTA_TOOL;
     uint32_t root = tw_open(&w, 4);
     tw_key(&w, 6);                              // "type"
@@ -424,15 +433,18 @@ static void row_member(as_sess *s, as_event *ev)
     }
     as_buf *b = &s->ebuf;
     as_buf_reset(b);
-    member_f f = {s->row, tok_span(j, s->turn), tok_span(j, s->step), tok_span(j, s->index),
-                  tok_span(j, s->id), tok_span(j, s->name), tok_span(j, s->mem), {NULL, 0}, {NULL, 0}};
+    member_f *f = &s->mf;
+    *f = (member_f){s->row, tok_span(j, s->turn), tok_span(j, s->step), tok_span(j, s->index),
+                    tok_span(j, s->id), tok_span(j, s->name), tok_span(j, s->mem), {NULL, 0}, {NULL, 0}};
     msink m = {b, NULL, 0, 0, 1};
-    member_bytes(&m, &f, 1, s->row_seq0 + s->row_k, s->row_time);
+    member_bytes(&m, f, 1, s->row_seq0 + s->row_k, s->row_time);
     int esc[3] = {s->id >= 0 && j->t[s->id].esc, s->name >= 0 && j->t[s->name].esc, j->t[s->mem].esc};
-    member_tokens(&s->ej, b->p, b->n, &f, esc);
+    if (!s->lazy) member_tokens(&s->ej, b->p, b->n, f, esc);
+    ev->member_f = f;
+    ev->member_of = b->p;
     ev->json = b->p;
     ev->len = b->n;
-    ev->j = &s->ej;
+    ev->j = s->lazy ? NULL : &s->ej;
     ev->root_j = NULL;
     ev->seq = s->row_seq0 + s->row_k;
     ev->time = s->row_time;
@@ -464,10 +476,7 @@ static void restore_envelope(as_sess *s, int ty)
     uint32_t shift = (uint32_t)b->n - (at - os);   // the inserted bytes
     as_buf_put(b, j->s + at, oe - at);
     as_json *e = &s->ej;
-    if (e->cap < j->n + 4) {
-        e->cap = j->n + 4;
-        e->t = as_xrealloc(e->t, e->cap * sizeof *e->t);
-    }
+    tw_room(e, j->n + 4);
     e->s = b->p;
     e->len = b->n;
     e->err = NULL;
@@ -498,6 +507,113 @@ static void restore_envelope(as_sess *s, int ty)
     e->t[0].count += 2;
 }
 
+// ------------------------------------------------------------ the member template
+//
+// Most lines of a persisted log are chunk events written in the one layout
+// of a row member with its envelope (member_bytes, env = 1). member_line
+// matches a line against that layout byte for byte: on a match the line is
+// valid JSON with exactly the tokens member_tokens writes, so it skips the
+// scanner. Anything else (another spelling of a number, white space, a
+// negative time, a string the scanner would reject) is no match and takes
+// the general path, which decides.
+
+// The literal lit (a string constant) at *q.
+#define LIT(q, e, lit) lit_at(q, e, lit, sizeof(lit) - 1)
+// (Eight bytes at a time: n is a constant here, so this unrolls into loads.)
+MINLINE int lit_at(const char **q, const char *e, const char *lit, size_t n)
+{
+    if ((size_t)(e - *q) < n) return 0;
+    uint64_t d = 0, a, b;
+    size_t k = 0;
+    for (; k + 8 <= n; k += 8) {
+        memcpy(&a, *q + k, 8);
+        memcpy(&b, lit + k, 8);
+        d |= a ^ b;
+    }
+    for (; k < n; k++) d |= (uint64_t)(unsigned char)((*q)[k] ^ lit[k]);
+    if (d) return 0;
+    *q += n;
+    return 1;
+}
+
+// A plain non-negative integer of at most 15 digits (so a safe integer) at
+// *q, without a leading zero: its span and, with v, its value.
+MINLINE int uint_at(const char **q, const char *e, bspan *sp, int64_t *v)
+{
+    const char *d = *q;
+    int64_t u = 0;
+    while (d < e && d - *q < 16 && (unsigned)(*d - '0') < 10) u = u * 10 + (*d++ - '0');
+    size_t n = (size_t)(d - *q);
+    if (!n || n > 15 || (n > 1 && **q == '0')) return 0;
+    *sp = (bspan){*q, n};
+    if (v) *v = u;
+    *q = d;
+    return 1;
+}
+
+// A valid JSON string at *q: its span, and *esc set when it holds an escape.
+MINLINE int str_at(const char **q, const char *s, const char *e, bspan *sp, int *esc)
+{
+    size_t end = as_jstr_end(s, (size_t)(e - s), (size_t)(*q - s), esc);
+    if (!end) return 0;
+    *sp = (bspan){*q, (size_t)(s + end - *q)};
+    *q = s + end;
+    return 1;
+}
+
+// 1 when s[0, n) is member_bytes(f, env = 1, *seq, *time) for some fields:
+// fills f (with the spans of seq and time), esc (escape flags of id, name,
+// payload), *seq and *time.
+static int member_line(const char *s, size_t n, member_f *f, int esc[3], int64_t *seq, int64_t *time)
+{
+    const char *q = s, *e = s + n;
+    if (!LIT(&q, e, "{\"type\":\"assistant/chunk\",\"seq\":") || !uint_at(&q, e, &f->seq, seq)
+        || !LIT(&q, e, ",\"time\":") || !uint_at(&q, e, &f->time, time)
+        || !LIT(&q, e, ",\"data\":{\"turn\":") || !uint_at(&q, e, &f->turn, NULL)
+        || !LIT(&q, e, ",\"step\":") || !uint_at(&q, e, &f->step, NULL)
+        || !LIT(&q, e, ",\"chunk\":{\"type\":\""))
+        return 0;
+    if (LIT(&q, e, "text-delta\"")) f->kind = AS_DELTA_TEXT;
+    else if (LIT(&q, e, "reasoning-delta\"")) f->kind = AS_DELTA_REASONING;
+    else if (LIT(&q, e, "tool-call-delta\"")) f->kind = AS_DELTA_TOOL;
+    else return 0;
+    if (!LIT(&q, e, ",\"index\":") || !uint_at(&q, e, &f->index, NULL)) return 0;
+    esc[0] = esc[1] = esc[2] = 0;
+    f->id = f->name = (bspan){NULL, 0};
+    if (f->kind == AS_DELTA_TOOL) {
+        if (!LIT(&q, e, ",\"id\":") || !str_at(&q, s, e, &f->id, &esc[0])) return 0;
+        if (LIT(&q, e, ",\"name\":") && !str_at(&q, s, e, &f->name, &esc[1])) return 0;
+        if (!LIT(&q, e, ",\"argumentsDelta\":")) return 0;
+    } else if (!LIT(&q, e, ",\"text\":")) {
+        return 0;
+    }
+    return str_at(&q, s, e, &f->payload, &esc[2]) && LIT(&q, e, "}}}") && q == e;
+}
+
+// The event of a line member_line matched (the persisted branch of
+// as_sess_next, with the tokens written instead of scanned).
+static void member_event(as_sess *s, as_event *ev, const char *line, size_t len, const int esc[3])
+{
+    if (!s->lazy) member_tokens(&s->j, line, len, &s->mf, esc);
+    set_form(s, AS_FORM_PERSISTED);
+    ev->root[0] = 4;          // type, seq, time, data: member_tokens' tokens 2, 4, 6, 8
+    ev->root[1] = 2;
+    ev->root[2] = 4;
+    ev->root[3] = 6;
+    ev->root[4] = 8;
+    ev->root_j = &s->j;
+    ev->json = line;
+    ev->len = len;
+    ev->j = s->lazy ? NULL : &s->j;
+    ev->has_int_envelope = 1;
+    ev->projected = 0;
+    ev->member = -1;
+    ev->lineno = as_in_lineno(s->in);
+    ev->member_f = &s->mf;
+    ev->member_of = line;
+    s->nextseq++;
+}
+
 int as_sess_next(as_sess *s, as_event *ev)
 {
     if (s->row) { row_member(s, ev); return 1; }
@@ -506,6 +622,12 @@ int as_sess_next(as_sess *s, as_event *ev)
     if (!as_in_line(s->in, &line, &len)) return 0;
     s->line = line;
     s->len = len;
+    int esc[3];
+    if (s->templ && member_line(line, len, &s->mf, esc, &ev->seq, &ev->time)) {
+        member_event(s, ev, line, len, esc);
+        return 1;
+    }
+    ev->member_f = NULL;
     const char *name = as_in_name(s->in);
     long ln = as_in_lineno(s->in);
     if (len == 0) as_die_at(name, ln, 0, "empty line");
@@ -651,9 +773,17 @@ as_packer *as_packer_new(int mode, as_emit_fn emit, void *ctx)
 void as_event_line(const as_event *ev, int projected, as_buf *out)
 {
     static const char *const env[] = {"seq", "time", NULL};
-    if (projected) as_json_drop_keys(ev->j, 0, env, out);
-    else as_buf_put(out, ev->json, ev->len);
+    if (!projected) {
+        as_buf_put(out, ev->json, ev->len);
+    } else if (ev->member_f && ev->member_of == ev->json) {   // the member's bytes without "seq" and "time"
+        msink m = {out, NULL, 0, 0, 1};
+        member_bytes(&m, ev->member_f, 0, 0, 0);
+    } else {
+        as_json_drop_keys(ev->j, 0, env, out);
+    }
 }
+
+void as_sess_lazy(as_sess *s) { s->lazy = 1; }
 
 static int out_projected(const as_packer *p, const as_event *ev)
 {
@@ -736,6 +866,10 @@ static int drops_envelope(const as_event *ev, int projected) { return projected 
 // except in projected output, which drops them.
 static as_delta exact_member(as_packer *p, const as_event *ev, int projected, member_f *f)
 {
+    if (ev->member_f && ev->member_of == ev->json) {   // the decoder's: a member by construction
+        *f = *(const member_f *)ev->member_f;
+        return f->kind;
+    }
     int ty, data, full = event_root(ev, &ty, &data, f);
     as_delta k = chunk_fields(ev->j, ty, data, f);
     if (!k) return AS_DELTA_NONE;
@@ -877,6 +1011,7 @@ static void check_release(checkrun *c)
 static int check(const char *path, long *badline, checkrun *c)
 {
     c->s = as_sess_open(path);
+    as_sess_lazy(c->s);
     c->p = as_packer_new(AS_PACK_KEEP, check_emit, &c->q);
     as_event ev;
     long last = 1;
@@ -943,6 +1078,7 @@ static void out_emit(void *ctx, const char *line, size_t len, long srcline)
 void as_sess_transcode(const char *path, as_out *o, int mode, int unpack)
 {
     as_sess *s = as_sess_open(path);
+    as_sess_lazy(s);
     const char *h;
     size_t hn;
     as_sess_header(s, &h, &hn);

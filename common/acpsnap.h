@@ -293,8 +293,13 @@ as_form as_sess_form(const as_sess *s);      // form of the body seen so far
 // malformed packed rows (each class its own message).
 int as_sess_next(as_sess *s, as_event *ev);
 const char *as_sess_name(const as_sess *s);
-// For a caller that only copies events or packs them (as_packer_push,
-// as_event_line): a chunk member the decoder knows (member_f set) may then
+// The parts of a chunk member event the decoder knows (member_f set): its
+// kind, the bytes of data.turn and data.step (plain numbers) and of the
+// whole data.chunk object. 0 for any other event.
+typedef struct { as_delta kind; const char *turn, *step, *chunk; size_t turn_n, step_n, chunk_n; } as_member;
+int as_event_member(const as_event *ev, as_member *m);
+// For a caller that only copies events, packs them (as_packer_push,
+// as_event_line) or reads members through as_event_member: a chunk member the decoder knows (member_f set) may then
 // come without tokens, ev->j NULL.
 void as_sess_lazy(as_sess *s);
 void as_sess_close(as_sess *s);

@@ -693,29 +693,40 @@ size_t as_replay_derive(as_sess *s, int skip_seed, as_replay_emit_fn emit, void 
     }
     as_buf key = {0};
     as_event ev;
+    as_member m;
+    as_sess_lazy(s);   // a member comes as its parts (as_event_member)
     while (as_sess_next(s, &ev)) {
         if (skip > 0) { skip--; continue; }
-        int kind = event_kind(&ev);
-        if (kind == 0) continue;
-        int summary = kind == 2;
         const as_json *j = ev.j;
-        int data = as_json_get(j, 0, "data");
-        if (data < 0 || j->t[data].type != AS_JOBJ)
-            as_die_at(d.file, ev.lineno, 0, "%s event without a data object",
-                      summary ? "compaction/summary" : "assistant/chunk");
-        if (summary) {
-            close_call(&d, 0);   // an open call here never saw its finish
-            int mark = as_json_get(j, data, "llmStreamCall");
-            if (mark >= 0 && j->t[mark].type == AS_JTRUE) summary_call(&d, &ev, data);
-            continue;
-        }
-        int chunk = as_json_get(j, data, "chunk");
-        if (chunk < 0 || j->t[chunk].type != AS_JOBJ)
-            as_die_at(d.file, ev.lineno, 0, "assistant/chunk event without a chunk object");
+        int chunk = -1, finish = 0;
         as_buf_reset(&key);
-        key_part(j, as_json_get(j, data, "turn"), &key);
-        as_buf_putc(&key, '/');
-        key_part(j, as_json_get(j, data, "step"), &key);
+        if (as_event_member(&ev, &m)) {   // a text, reasoning or tool-call delta
+            as_buf_put(&key, m.turn, m.turn_n);
+            as_buf_putc(&key, '/');
+            as_buf_put(&key, m.step, m.step_n);
+        } else {
+            int kind = event_kind(&ev);
+            if (kind == 0) continue;
+            int summary = kind == 2;
+            int data = as_json_get(j, 0, "data");
+            if (data < 0 || j->t[data].type != AS_JOBJ)
+                as_die_at(d.file, ev.lineno, 0, "%s event without a data object",
+                          summary ? "compaction/summary" : "assistant/chunk");
+            if (summary) {
+                close_call(&d, 0);   // an open call here never saw its finish
+                int mark = as_json_get(j, data, "llmStreamCall");
+                if (mark >= 0 && j->t[mark].type == AS_JTRUE) summary_call(&d, &ev, data);
+                continue;
+            }
+            chunk = as_json_get(j, data, "chunk");
+            if (chunk < 0 || j->t[chunk].type != AS_JOBJ)
+                as_die_at(d.file, ev.lineno, 0, "assistant/chunk event without a chunk object");
+            key_part(j, as_json_get(j, data, "turn"), &key);
+            as_buf_putc(&key, '/');
+            key_part(j, as_json_get(j, data, "step"), &key);
+            int ty = as_json_get(j, chunk, "type");
+            finish = ty >= 0 && as_json_streq(j, ty, "finish");
+        }
         if (d.nchunks > 0 && (key.n != d.key.n || memcmp(key.p, d.key.p, key.n) != 0))
             close_call(&d, 0);   // a finish closes its call at once, so this one is open
         if (d.nchunks == 0) {
@@ -726,10 +737,10 @@ size_t as_replay_derive(as_sess *s, int skip_seed, as_replay_emit_fn emit, void 
         } else {
             as_buf_putc(&d.chunks, ',');
         }
-        as_buf_put(&d.chunks, as_tok_p(j, chunk), as_tok_len(j, chunk));
+        if (chunk < 0) as_buf_put(&d.chunks, m.chunk, m.chunk_n);
+        else as_buf_put(&d.chunks, as_tok_p(j, chunk), as_tok_len(j, chunk));
         d.nchunks++;
-        int ty = as_json_get(j, chunk, "type");
-        if (ty >= 0 && as_json_streq(j, ty, "finish")) close_call(&d, 1);
+        if (finish) close_call(&d, 1);
     }
     close_call(&d, 0);
     size_t n = d.emitted;

@@ -785,6 +785,20 @@ void as_event_line(const as_event *ev, int projected, as_buf *out)
 
 void as_sess_lazy(as_sess *s) { s->lazy = 1; }
 
+int as_event_member(const as_event *ev, as_member *m)
+{
+    if (!ev->member_f || ev->member_of != ev->json) return 0;
+    const member_f *f = ev->member_f;
+    // In the member layout the first '{' after the root's opens "data" and
+    // the next one "chunk" (only fixed keys and numbers stand before them);
+    // the chunk closes two bytes before the end.
+    const char *d = memchr(ev->json + 1, '{', ev->len - 1);
+    const char *c = d ? memchr(d + 1, '{', (size_t)(ev->json + ev->len - d - 1)) : NULL;
+    if (!c) as_die(AS_TROUBLE, "internal error: a member event without its chunk");
+    *m = (as_member){f->kind, f->turn.p, f->step.p, c, f->turn.n, f->step.n, (size_t)(ev->json + ev->len - 2 - c)};
+    return 1;
+}
+
 static int out_projected(const as_packer *p, const as_event *ev)
 {
     return p->mode == AS_PACK_KEEP ? ev->projected : p->mode == AS_PACK_PROJECTED;

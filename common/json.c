@@ -418,9 +418,9 @@ int as_json_parse(as_json *j, const char *s, size_t len)
     int level = as_simd();
     sse2_ok = level != AS_SIMD_SCALAR;
     if (level != AS_SIMD_SCALAR && len && len <= INDEX_MAX) {
-        if (j->ixcap < len + 1) {
+        if (j->ixcap < len + AS_INDEX_SLACK) {
             size_t cap = j->ixcap ? 2 * j->ixcap : 4096;
-            j->ixcap = cap > len + 1 ? cap : len + 1;
+            j->ixcap = cap > len + AS_INDEX_SLACK ? cap : len + AS_INDEX_SLACK;
             free(j->ix);
             j->ix = as_xmalloc(j->ixcap * sizeof *j->ix);
         }

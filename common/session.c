@@ -34,7 +34,7 @@ struct as_sess {
     int row_projected;
     int64_t row_k, row_n, row_seq0, row_time;
     int mem;               // token of the next member
-    int dt;                // token of the next dt element
+    int64_t *dtv; size_t dtcap;   // the row's dt values
     int turn, step, index, id, name;
     int templ;             // member lines may take the template (not at ACPSNAP_SIMD=scalar)
     member_f mf;           // the fields of the last event, when it is a member (as_event.member_f)
@@ -129,6 +129,7 @@ void as_sess_close(as_sess *s)
     if (s->in) as_in_close(s->in);
     as_buf_free(&s->header);
     as_buf_free(&s->ebuf);
+    free(s->dtv);
     as_json_free(&s->j);
     as_json_free(&s->ej);
     free(s);
@@ -206,15 +207,18 @@ static void start_row(as_sess *s, int kind)
         if (j->t[e].type != AS_JSTR) MALFORMED("%s must be a non-empty string array", payload_key);
     int dt = as_json_get(j, data, "dt");
     if (j->t[dt].type != AS_JARR) MALFORMED("dt must be an array of safe integers");
-    int64_t t = vtime0, g;
-    for (int e = as_json_first(j, dt); e >= 0; e = as_json_nextel(j, e))
-        if (!as_json_int(j, e, &g)) MALFORMED("dt must be an array of safe integers");
+    if (s->dtcap < j->t[dt].count) {
+        s->dtcap = j->t[dt].count * 2;
+        s->dtv = as_xrealloc(s->dtv, s->dtcap * sizeof *s->dtv);
+    }
+    int64_t t = vtime0, *g = s->dtv;
+    for (int e = as_json_first(j, dt); e >= 0; e = as_json_nextel(j, e), g++)
+        if (!as_json_int(j, e, g)) MALFORMED("dt must be an array of safe integers");
     if (j->t[dt].count != j->t[pay].count - 1)
         MALFORMED("dt length %u does not match %u members", j->t[dt].count, j->t[pay].count);
     if (vseq0 + (int64_t)j->t[pay].count - 1 > SAFE_MAX) MALFORMED("member seqs must stay safe integers");
-    for (int e = as_json_first(j, dt); e >= 0; e = as_json_nextel(j, e)) {
-        as_json_int(j, e, &g);
-        t += g;
+    for (uint32_t k = 0; k < j->t[dt].count; k++) {
+        t += s->dtv[k];
         if (t > SAFE_MAX || t < -SAFE_MAX) MALFORMED("member times must stay safe integers");
     }
 #undef MALFORMED
@@ -225,7 +229,6 @@ static void start_row(as_sess *s, int kind)
     s->row_seq0 = vseq0;
     s->row_time = vtime0;
     s->mem = as_json_first(j, pay);
-    s->dt = as_json_first(j, dt);
 }
 
 // ------------------------------------------------------------ member bytes
@@ -425,12 +428,7 @@ static void member_tokens(as_json *j, const char *p, size_t n, const member_f *f
 static void row_member(as_sess *s, as_event *ev)
 {
     const as_json *j = &s->j;
-    if (s->row_k > 0) {
-        int64_t g = 0;
-        as_json_int(j, s->dt, &g);
-        s->row_time += g;
-        s->dt = as_json_nextel(j, s->dt);
-    }
+    if (s->row_k > 0) s->row_time += s->dtv[s->row_k - 1];
     as_buf *b = &s->ebuf;
     as_buf_reset(b);
     member_f *f = &s->mf;

@@ -190,8 +190,8 @@ typedef uint64_t (*pxor_fn)(uint64_t);
 static inline __attribute__((always_inline)) long build_index(const uint8_t *s, size_t len, uint32_t *ix,
                                                               classify_fn classify, pxor_fn pxor)
 {
-    uint64_t esc_carry = 0, in_carry = 0, anyhi = 0;
-    size_t firsthi = 0;
+    uint64_t esc_carry = 0, in_carry = 0;
+    size_t vpos = 0;    // UTF-8 is valid before here
     uint32_t *w = ix;
     int bad = 0;
     for (size_t base = 0; base < len; base += 64) {
@@ -212,15 +212,34 @@ static inline __attribute__((always_inline)) long build_index(const uint8_t *s, 
         uint64_t in = pxor(q) ^ in_carry;       // inside a string: opening quote to before the closing one
         in_carry = (uint64_t)((int64_t)in >> 63);
         if ((b.space | b.bslash | b.hi) & ~in) return -1;
-        if (b.hi && !anyhi) { anyhi = 1; firsthi = base + (size_t)__builtin_ctzll(b.hi); }
-        uint64_t bits = (b.op & ~in) | q | (b.bslash & ~esc);
-        while (bits) {
-            *w++ = (uint32_t)(base + (size_t)__builtin_ctzll(bits));
-            bits &= bits - 1;
+        // UTF-8: each sequence from its lead byte (a non-ASCII byte not
+        // taken by the sequence before it)
+        for (uint64_t h = b.hi; h;) {
+            if (vpos > base) h = vpos - base >= 64 ? 0 : h & ~0ULL << (vpos - base);
+            if (!h) break;
+            size_t p = base + (size_t)__builtin_ctzll(h);
+            int k = utf8len(s, p, len);
+            if (!k) return -1;
+            vpos = p + (size_t)k;
         }
+        uint64_t bits = (b.op & ~in) | q | (b.bslash & ~esc);
+        // Eight entries at a time without a branch per bit (the ones past
+        // the count are overwritten later, or lie in ix's slack)
+        int cnt = __builtin_popcountll(bits);
+        uint32_t *end = w + cnt;
+        const uint64_t top = 1ULL << 63;    // no ctz of 0: a spent mask writes garbage, never UB
+        if (cnt) {
+            do {
+                for (int k = 0; k < 8; k++) {
+                    w[k] = (uint32_t)(base + (size_t)__builtin_ctzll(bits | top));
+                    bits &= bits - 1;
+                }
+                w += 8;
+            } while (bits);
+        }
+        w = end;
     }
     if (in_carry) return -1;                    // an unterminated string
-    if (anyhi && !as_utf8_valid(s + firsthi, len - firsthi)) return -1;
     *w = (uint32_t)len;
     return w - ix;
 }

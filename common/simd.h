@@ -30,7 +30,8 @@ typedef struct {
 // backslash or non-ASCII byte outside a string, an invalid escape, an
 // unterminated string, or invalid UTF-8. -1 decides nothing: the caller
 // falls back to the byte-at-a-time scanner, which is the reference.
-// ix must hold len + 1 entries.
+// ix must hold len + AS_INDEX_SLACK entries (it writes past the sentinel).
+#define AS_INDEX_SLACK 64
 typedef long (*as_index_fn)(const uint8_t *s, size_t len, uint32_t *ix);
 
 int as_simd(void);                       // the level in use (first call decides)

@@ -23,8 +23,8 @@ static void scan_agree(const char *s, size_t n)
         if (x->type != y->type || x->esc != y->esc || x->start != y->start || x->end != y->end
             || x->next != y->next || x->count != y->count) abort();
     }
-    if (cap < n + 1) {
-        cap = n + 1;
+    if (cap < n + AS_INDEX_SLACK) {
+        cap = n + AS_INDEX_SLACK;
         ref = realloc(ref, cap * sizeof *ref);
         got = realloc(got, cap * sizeof *got);
     }

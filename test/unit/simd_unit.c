@@ -46,8 +46,8 @@ static void same_index(const char *s, size_t n)
 {
     static uint32_t *ref, *got;
     static size_t cap;
-    if (cap < n + 1) {
-        cap = n + 1;
+    if (cap < n + AS_INDEX_SLACK) {
+        cap = n + AS_INDEX_SLACK;
         ref = as_xrealloc(ref, cap * sizeof *ref);
         got = as_xrealloc(got, cap * sizeof *got);
     }

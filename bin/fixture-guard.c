@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 static const char USAGE[] =
-    "usage: fixture-guard [--list | --table | --no-lint | --lint-only] [--unreferenced=MODE] DIR...\n"
+    "usage: fixture-guard [--list | --table | --rows | --no-lint | --lint-only] [--unreferenced=MODE] DIR...\n"
     "       fixture-guard --discover ROOT...\n"
     "Checks each snapshots directory DIR against DIR/scenarios.jsonl: required,\n"
     "missing, orphaned and stray files, canonical projected fixtures with\n"
@@ -31,6 +31,11 @@ static const char USAGE[] =
     "  -t, --table     the table's checks only: its rows (the name and path\n"
     "                  rules among them), header pins, and no scenario directory\n"
     "                  or file of one that is a symbolic link\n"
+    "  -r, --rows      the checks of --table, then, when they pass, each row on\n"
+    "                  a line for scripts: name, hasModelTurn, recorded,\n"
+    "                  comparesLog, workspaceParent, pinsHeader, pwshOnly, the\n"
+    "                  number of child pins and sessionLog, with defaults\n"
+    "                  applied, separated by US (0x1f)\n"
     "  --unreferenced=reject|warn|delete\n"
     "                  a scenario directory no row names: a problem (the\n"
     "                  default), a warning, or removed\n"
@@ -947,7 +952,31 @@ static void check_dir(const char *dir, const as_table *t, scen *sv)
     free(ov);
 }
 
-enum { G_CHECK, G_LIST, G_TABLE, G_LINT };
+enum { G_CHECK, G_LIST, G_TABLE, G_ROWS, G_LINT };
+
+// --rows: each row's fields as the replay scripts read them (acpsnap-replay
+// splits at US). A value is printed as it is; the table's checks have
+// refused a control character in any of them.
+static void rows_dir(const as_table *t)
+{
+    as_out *o = as_out_stdout(0);
+    as_buf b = {0};
+    for (size_t i = 0; i < t->n; i++) {
+        const as_scenario *s = &t->v[i];
+        as_buf_reset(&b);
+        as_buf_printf(&b, "%s\x1f%s\x1f%s\x1f%s\x1f%s\x1f%s\x1f%s\x1f%zu\x1f%s", s->name,
+                      s->hasModelTurn ? "true" : "false", s->recorded ? "true" : "false",
+                      s->comparesLog ? "true" : "false", s->workspaceParent ? s->workspaceParent : "",
+                      s->pinsHeader ? "true" : "false", s->pwshOnly ? "true" : "false",
+                      s->nchildSchemas + s->nchildPrompts, s->sessionLog ? "true" : "false");
+        for (size_t k = 0; k < b.n; k++)
+            if ((unsigned char)b.p[k] < 0x20 && b.p[k] != 0x1f)
+                as_die(AS_TROUBLE, "%s: row %zu: a value holds a control character; no rows printed", s->name, i + 1);
+        as_out_line(o, b.p, b.n);
+    }
+    as_out_close(o);
+    as_buf_free(&b);
+}
 static int lint = 1;        // the secret and volatile lint (common/lint.c), --no-lint clears it
 
 static int guard_dir(const char *arg, void *ctx)
@@ -965,7 +994,8 @@ static int guard_dir(const char *arg, void *ctx)
     check_classes(&t, sv);
     probs.quiet = 0;
     if (mode == G_LIST) list_dir(&t, sv);
-    else if (mode == G_TABLE) table_links(dir, &t);
+    else if (mode == G_TABLE || mode == G_ROWS) table_links(dir, &t);
+    if (mode == G_ROWS && probs.count == before) rows_dir(&t);
     else if (mode == G_CHECK) check_dir(dir, &t, sv);
     if ((mode == G_CHECK && lint) || mode == G_LINT) as_lint_tree(dir, &t, &probs);
     free(sv);
@@ -1026,17 +1056,19 @@ static int unreferenced_arg(const char *a)
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"list", no_argument, 0, 'l'}, {"table", no_argument, 0, 't'}, {"discover", no_argument, 0, 'd'},
+        {"list", no_argument, 0, 'l'}, {"table", no_argument, 0, 't'}, {"rows", no_argument, 0, 'r'},
+        {"discover", no_argument, 0, 'd'},
         {"unreferenced", required_argument, 0, 'u'},
         {"no-lint", no_argument, 0, 'n'}, {"lint-only", no_argument, 0, 'L'},
         {"help", no_argument, 0, 'h'}, {"version", no_argument, 0, 'V'}, {0, 0, 0, 0},
     };
     int mode = G_CHECK, disc = 0, c;
     as_setprog(argv[0]);
-    while ((c = getopt_long(argc, argv, "ltdnLhV", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "ltrdnLhV", opts, NULL)) != -1) {
         switch (c) {
         case 'l': if (mode != G_CHECK) as_usage_exit(USAGE, AS_TROUBLE); mode = G_LIST; break;
         case 't': if (mode != G_CHECK) as_usage_exit(USAGE, AS_TROUBLE); mode = G_TABLE; break;
+        case 'r': if (mode != G_CHECK) as_usage_exit(USAGE, AS_TROUBLE); mode = G_ROWS; break;
         case 'd': disc = 1; break;
         case 'u': unreferenced = unreferenced_arg(optarg); break;
         case 'n': lint = 0; break;

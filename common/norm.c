@@ -415,6 +415,22 @@ static const char *find(const char *s, size_t from, size_t n, const char *lit, s
 {
     if (ln == 0 || from >= n || n - from < ln) return NULL;
     const char *p = s + from, *last = s + n - ln;
+#ifdef __SSE2__
+    // Sixteen places at a time where the first two bytes match, then the
+    // rest compared: a two-byte prefix is rare where one byte ('{') is not.
+    if (ln >= 2) {
+        const __m128i a = _mm_set1_epi8(lit[0]), b = _mm_set1_epi8(lit[1]);
+        for (; p + 17 <= s + n; p += 16) {   // reads p[0, 17)
+            __m128i x = _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(const void *)p), a);
+            __m128i y = _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(const void *)(p + 1)), b);
+            for (unsigned m = (unsigned)_mm_movemask_epi8(_mm_and_si128(x, y)); m; m &= m - 1) {
+                const char *c = p + __builtin_ctz(m);
+                if (c > last) return NULL;
+                if (!memcmp(c + 2, lit + 2, ln - 2)) return c;
+            }
+        }
+    }
+#endif
     while (p <= last) {
         p = memchr(p, lit[0], (size_t)(last - p) + 1);
         if (!p) return NULL;

@@ -540,14 +540,14 @@ fixture-guard: s/no-model: a symbolic link; a scenario directory is a directory 
 
 @test "trouble: usage" {
     run -2 --separate-stderr fixture-guard
-    assert_equal "$stderr" 'usage: fixture-guard [--list | --table | --no-lint | --lint-only] [--unreferenced=MODE] DIR...'
+    assert_equal "$stderr" 'usage: fixture-guard [--list | --table | --rows | --no-lint | --lint-only] [--unreferenced=MODE] DIR...'
     run -2 --separate-stderr fixture-guard --list --discover s
-    assert_equal "$stderr" 'usage: fixture-guard [--list | --table | --no-lint | --lint-only] [--unreferenced=MODE] DIR...'
+    assert_equal "$stderr" 'usage: fixture-guard [--list | --table | --rows | --no-lint | --lint-only] [--unreferenced=MODE] DIR...'
 }
 
 @test "--help and --version" {
     run -0 fixture-guard --help
-    assert_line --index 0 'usage: fixture-guard [--list | --table | --no-lint | --lint-only] [--unreferenced=MODE] DIR...'
+    assert_line --index 0 'usage: fixture-guard [--list | --table | --rows | --no-lint | --lint-only] [--unreferenced=MODE] DIR...'
     run -0 fixture-guard --version
     assert_output --regexp '^fixture-guard \(acpsnap\) [0-9.]+$'
 }
@@ -596,3 +596,28 @@ fixture-guard: s/no-model: a symbolic link; a scenario directory is a directory 
 fixture-guard: s/no-model/stdout.expected.jsonl: missing; every scenario needs its expected stdout'
 }
 
+
+@test "--rows prints each row's fields with defaults applied, US-separated, only when the table passes" {
+    table_set no-model '.workspaceParent="$HOME/sub"'
+    run -0 --separate-stderr fixture-guard --rows s
+    assert_equal "$stderr" ""
+    us=$'\x1f'
+    assert_equal "$output" "$(printf '%s\n' \
+        "pin-turn${us}true${us}true${us}true${us}${us}true${us}false${us}0${us}true" \
+        "shared-pin${us}true${us}true${us}true${us}${us}true${us}false${us}0${us}true" \
+        "plain-turn${us}true${us}true${us}true${us}\$TMPDIR${us}false${us}false${us}2${us}true" \
+        "no-model${us}false${us}false${us}false${us}\$HOME/sub${us}false${us}false${us}0${us}true" \
+        "blocked-log${us}false${us}false${us}true${us}${us}false${us}false${us}0${us}true" \
+        "authored-error${us}true${us}false${us}true${us}${us}false${us}false${us}0${us}true")"
+    # the same fields jq reads off the table
+    run -0 jq -r 'select(type == "object") | [.name, (.hasModelTurn // false), (.recorded // false),
+        (if has("comparesLog") then .comparesLog else (.hasModelTurn // false) and .sessionLog != false end),
+        (.workspaceParent // ""), (.pinsHeader // false), (.pwshOnly // false),
+        (((.pinsChildToolSchemas // []) + (.pinsChildSystemPrompts // [])) | length),
+        .sessionLog != false] | map(tostring) | join("\u001f")' s/scenarios.jsonl
+    assert_equal "$output" "$(fixture-guard --rows s)"
+    table_set authored-error '.workspaceParent="/etc"'
+    run -1 --separate-stderr fixture-guard --rows s
+    assert_equal "$output" ""
+    assert_equal "$stderr" 'fixture-guard: s/scenarios.jsonl:6: field "workspaceParent" "/etc" must be "$TMPDIR" or "$HOME", optionally followed by /<relative path>: it is not "$TMPDIR" or "$HOME"'
+}

@@ -187,7 +187,7 @@ KEY=sk-0123456789abcdefABCDEF0123456789
     run -0 --separate-stderr fixture-guard --no-lint s
     assert_equal "$stderr" ''
     run -2 --separate-stderr fixture-guard --no-lint --lint-only s
-    assert_equal "$stderr" 'usage: fixture-guard [--list | --table | --no-lint | --lint-only] [--unreferenced=MODE] DIR...'
+    assert_equal "$stderr" 'usage: fixture-guard [--list | --table | --rows | --no-lint | --lint-only] [--unreferenced=MODE] DIR...'
 }
 
 @test "lint: a zstd fixture is read decompressed" {

@@ -312,27 +312,21 @@ static void await_exit(run *r, int wait_ms)
 }
 
 // Reads what the agent has written, waiting at most wait_ms.
-void pump(run *r, int wait_ms)
+int pump(run *r, int wait_ms)
 {
     if (interrupted && !r->fail) fail(r, "interrupted by signal %d", (int)interrupted);
-    struct pollfd p[3];
-    int n = 0, io = -1, ie = -1, iw = -1;
+    struct pollfd p[2];
+    int n = 0, io = -1, ie = -1, got = 0;
     if (!r->out_eof) { io = n; p[n++] = (struct pollfd){ .fd = r->fout, .events = POLLIN }; }
     if (!r->err_eof) { ie = n; p[n++] = (struct pollfd){ .fd = r->ferr, .events = POLLIN }; }
     if (!n) await_exit(r, wait_ms);
-    else {
-        if (r->wake_fd >= 0) { iw = n; p[n++] = (struct pollfd){ .fd = r->wake_fd, .events = POLLIN }; }
-        if (poll(p, (nfds_t)n, wait_ms) > 0) {
-            if (io >= 0 && p[io].revents) read_stdout(r);
-            if (ie >= 0 && p[ie].revents) read_stderr(r);
-            if (iw >= 0 && p[iw].revents) {     // the events only wake the wait: drained
-                char ev[4096];
-                while (read(r->wake_fd, ev, sizeof ev) > 0) {}
-            }
-        }
+    else if (poll(p, (nfds_t)n, wait_ms) > 0) {
+        if (io >= 0 && p[io].revents) { read_stdout(r); got = 1; }
+        if (ie >= 0 && p[ie].revents) { read_stderr(r); got = 1; }
     }
     if (r->nterms) client_poll(r);
     reap(r);
+    return got;
 }
 
 int agent_gone(const run *r) { return r->out_eof || r->exited; }
@@ -371,15 +365,20 @@ int response_error(const char *line, as_buf *msg)
 // Pumps until cond holds (1). Fails the run with "<late> within <timeout> ms"
 // at the deadline, with gone when the agent exits first; returns 0 then, or
 // when the run failed meanwhile.
+// The condition is checked again whenever the agent writes, and then,
+// while it is silent, after 1, 2, 4 and 8 ms, then every 10 ms: a file or a
+// log line comes soon after the message before it, so a short wait stays
+// short without a file watch to set up and tear down (closing an inotify
+// descriptor waits for a kernel grace period: milliseconds).
 int wait_until(run *r, cond_fn cond, const void *ctx, long timeout, const char *late, const char *gone)
 {
     long deadline = as_now_ms() + timeout;
-    for (;;) {
+    for (int step = 1;;) {
         int c = cond(r, ctx);
         if (c) return c > 0;
         if (as_now_ms() >= deadline) { fail(r, "%s within %ld ms", late, timeout); return 0; }
         if (agent_gone(r)) { fail(r, "%s", gone); return 0; }
-        pump(r, 10);
+        step = pump(r, step) ? 1 : step < 8 ? 2 * step : 10;
         if (r->fail) return 0;
     }
 }

@@ -84,7 +84,6 @@ typedef struct {
     // the agent
     pid_t pid;
     int pidfd;                      // readable when the agent exits (-1: not available)
-    int wake_fd;                    // a wait's inotify descriptor: pump returns when it has events (-1: none)
     int fin, fout, ferr;
     int out_eof, err_eof, exited, status;
     int termed;                     // the stop policy sent SIGTERM
@@ -146,7 +145,7 @@ int run_prepare(run *r, const as_scenario *row, char **envp);
 void fail(run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void catch_signals(void);           // SIGTERM, SIGINT, SIGHUP fail the run
 char *start_agent(run *r, char **envp);   // NULL, or why it could not run
-void pump(run *r, int wait_ms);
+int pump(run *r, int wait_ms);
 int agent_gone(const run *r);
 long request(run *r, const char *method, const as_buf *params);
 void send_line(run *r, const as_buf *b);    // one frame, a newline added

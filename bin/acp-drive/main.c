@@ -247,7 +247,7 @@ static void release(run *r, char **envp)
 
 int main(int argc, char **argv)
 {
-    run r = { .fin = -1, .fout = -1, .ferr = -1, .pidfd = -1, .wake_fd = -1, .spill_fd = -1, .watch_id = -1,
+    run r = { .fin = -1, .fout = -1, .ferr = -1, .pidfd = -1, .spill_fd = -1, .watch_id = -1,
               .t_prepare = -1, .t_boot = -1, .t_exit = -1, .t_harvest = -1 };
     opts o = { .timeout = -1, .rpc_timeout = -1, .exit_timeout = -1 };
     as_setprog(argv[0]);

@@ -8,7 +8,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <sys/inotify.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -158,31 +157,9 @@ static const logfile *log_of(const run *r, const loglist *l, const log_cond *c)
     return NULL;
 }
 
-// A wait on the logs wakes when a file changes in the sessions root or in a
-// directory right beneath it (the usual <id>/session.jsonl layout); a log
-// elsewhere is seen by the wait's 10 ms poll. Watches are added before the
-// logs are read, so no write between a read and the next poll goes unseen.
-#define WAKE_MASK (IN_CREATE | IN_MODIFY | IN_CLOSE_WRITE | IN_MOVED_TO)
-static void watch_logs(run *r)
-{
-    if (r->wake_fd < 0) return;
-    DIR *d = opendir(r->sessions_root);
-    if (!d) return;
-    as_buf p = {0};
-    for (struct dirent *e; (e = readdir(d));) {
-        if (e->d_name[0] == '.' || (e->d_type != DT_DIR && e->d_type != DT_UNKNOWN)) continue;
-        as_buf_reset(&p);
-        as_buf_printf(&p, "%s/%s", r->sessions_root, e->d_name);
-        inotify_add_watch(r->wake_fd, p.p, WAKE_MASK | IN_ONLYDIR | IN_DONT_FOLLOW);
-    }
-    closedir(d);
-    as_buf_free(&p);
-}
-
 static int log_holds(run *r, const void *ctx)
 {
     const log_cond *c = ctx;
-    watch_logs(r);
     loglist l = {0};
     list_logs(r->sessions_root, &r->pf, &l, &r->scratch);
     const logfile *f = log_of(r, &l, c);
@@ -202,13 +179,7 @@ void wait_log(run *r, int what, int64_t minturn, const char *arg, long child, lo
     as_buf text = {0};
     log_cond c = { what, minturn, arg, child, &text };
     char *gone = xasprintf("the agent exited while waiting: %s", what_msg);
-    r->wake_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-    if (r->wake_fd >= 0 && inotify_add_watch(r->wake_fd, r->sessions_root, WAKE_MASK | IN_ONLYDIR | IN_DONT_FOLLOW) < 0) {
-        close(r->wake_fd);
-        r->wake_fd = -1;
-    }
     wait_until(r, log_holds, &c, timeout, what_msg, gone);
-    if (r->wake_fd >= 0) { close(r->wake_fd); r->wake_fd = -1; }
     free(gone);
     as_buf_free(&text);
 }

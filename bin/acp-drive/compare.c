@@ -5,13 +5,18 @@
 // `scrub --session --context run.json` writes it, against the committed
 // fixture of the same name normalized as `scrub --session` writes it; byte
 // for byte, as cmp(1) compares. The same code (common/norm.c) does the
-// normalizing. The outcome lands in OUTDIR/compared: "same", "differs", or
-// "unknown" when a reader gave up on its input (scrub then says why).
+// normalizing. Then, when all is the same and the scenario's directory has
+// a table, the run's checks as `sidecar-dedupe --verify` makes them
+// (common/verify.c). The outcome lands
+// in OUTDIR/compared: "same" (the same, and the checks pass), "differs"
+// (something differs or a check fails), or "unknown" when a reader gave up
+// on its input (scrub or sidecar-dedupe then says why).
 //
 // The normalizing runs in a forked child: the readers of common/ exit on
 // malformed input, and the run's own outcome is settled by then.
 #include "drive.h"
 #include "norm.h"
+#include "verify.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -160,7 +165,12 @@ void compare_run(const run *r, const char *dir, int logs)
     if (pid == 0) {
         int nul = open("/dev/null", O_WRONLY);   // a reader's complaint is scrub's to make
         if (nul >= 0) dup2(nul, 2);
-        _exit(same(r, dir, logs) ? 0 : 1);
+        if (!same(r, dir, logs)) _exit(1);
+        char *table = xasprintf("%s/scenarios.jsonl", r->snap_dir);
+        if (access(table, F_OK) < 0 && errno == ENOENT) _exit(0);   // no table: nothing to check against
+        as_problems probs = {0};   // (printed to /dev/null, counted)
+        long found = as_verify_run(r->outdir, r->snap_dir, r->name, NULL, &probs);
+        _exit(probs.count ? 2 : found ? 1 : 0);
     }
     int st;
     if (pid > 0) {

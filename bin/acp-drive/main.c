@@ -40,8 +40,9 @@ static const char USAGE[] =
     "      --provider-script FILE   record mode: replay-serve on FILE is the provider\n"
     "      --compare stdout|all  after a completed replay, compare the normalized\n"
     "                            transcript (all: and session logs) with the\n"
-    "                            scenario's committed files; the outcome (same,\n"
-    "                            differs or unknown) in OUTDIR/compared\n"
+    "                            scenario's committed files, then make the run's\n"
+    "                            checks (sidecar-dedupe --verify); the outcome\n"
+    "                            (same, differs or unknown) in OUTDIR/compared\n"
     "  -h, --help, --version\n"
     "Exit status: 0 the run completed, 1 the scenario failed, 2 trouble.\n";
 

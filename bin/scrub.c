@@ -553,11 +553,56 @@ static void session_record(scrub *sc, const as_norm *ctx, const as_json *j, unsi
     emit(sc, sc->a.p, sc->a.n);
 }
 
+// A chunk member line the decoder matched to its layout (as_event_member),
+// normalized as as_norm_session_record would: the envelope dropped (or its
+// time zeroed, --persisted), every string value scrubbed, all else as it
+// stands; its layout is fixed, so it needs no tokens.
+static void member_record(scrub *sc, const as_norm *ctx, const as_member *m, unsigned flags)
+{
+    as_buf *b = &sc->a;
+    int scr = flags & AS_NS_SCRUB;
+#define PUT(lit) as_buf_put(b, lit, sizeof lit - 1)
+#define STR(sp) (scr ? as_norm_record_string(ctx, (sp).p, (sp).n, 0, b) : as_buf_put(b, (sp).p, (sp).n))
+    static const as_span ty = {"\"assistant/chunk\"", 17};
+    static const as_span kinds[] = {{"", 0}, {"\"text-delta\"", 12}, {"\"reasoning-delta\"", 17}, {"\"tool-call-delta\"", 17}};
+    as_buf_reset(b);
+    PUT("{\"type\":");
+    STR(ty);
+    if (!(flags & AS_NS_PROJECT)) {
+        PUT(",\"seq\":");
+        as_buf_put(b, m->seq.p, m->seq.n);
+        PUT(",\"time\":");
+        if (flags & AS_NS_VOLATILE) PUT("0"); else as_buf_put(b, m->time.p, m->time.n);
+    }
+    PUT(",\"data\":{\"turn\":");
+    as_buf_put(b, m->turn.p, m->turn.n);
+    PUT(",\"step\":");
+    as_buf_put(b, m->step.p, m->step.n);
+    PUT(",\"chunk\":{\"type\":");
+    STR(kinds[m->kind]);
+    PUT(",\"index\":");
+    as_buf_put(b, m->index.p, m->index.n);
+    if (m->kind == AS_DELTA_TOOL) {
+        PUT(",\"id\":");
+        STR(m->id);
+        if (m->name.p) { PUT(",\"name\":"); STR(m->name); }
+        PUT(",\"argumentsDelta\":");
+    } else {
+        PUT(",\"text\":");
+    }
+    STR(m->payload);
+    PUT("}}}");
+#undef STR
+#undef PUT
+    emit(sc, b->p, b->n);
+}
+
 // --session: the codec validates the log (header, types, forms, rows) as
 // every tool does; each source line is normalized as it stands (no repacking).
 static void do_session(scrub *sc, const char *path)
 {
     as_sess *s = as_sess_open(path);
+    as_sess_lazy(s);   // a member line is normalized from its parts (member_record)
     const char *line;
     size_t len;
     const as_norm *ctx = sc->norm;
@@ -577,7 +622,9 @@ static void do_session(scrub *sc, const char *path)
         if (ev.member > 0) continue;   // a packed row is one line: done at its first member
         sc->lineno = ev.lineno;
         if (ev.member < 0 && !ev.projected) {   // a persisted event is its source line
-            session_record(sc, ctx, ev.j, flags);
+            as_member m;
+            if (as_event_member(&ev, &m)) member_record(sc, ctx, &m, flags);
+            else session_record(sc, ctx, ev.j, flags);
             continue;
         }
         as_sess_line(s, &line, &len);

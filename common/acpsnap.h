@@ -294,9 +294,16 @@ as_form as_sess_form(const as_sess *s);      // form of the body seen so far
 int as_sess_next(as_sess *s, as_event *ev);
 const char *as_sess_name(const as_sess *s);
 // The parts of a chunk member event the decoder knows (member_f set): its
-// kind, the bytes of data.turn and data.step (plain numbers) and of the
-// whole data.chunk object. 0 for any other event.
-typedef struct { as_delta kind; const char *turn, *step, *chunk; size_t turn_n, step_n, chunk_n; } as_member;
+// kind, the bytes of data.turn, data.step and the chunk's index (plain
+// numbers), of the whole data.chunk object, of its id, name (NULL: absent)
+// and text or argumentsDelta (JSON strings, quotes included), and of the
+// envelope's seq and time as the line spells them (NULL: a packed row's
+// member, whose envelope the decoder made). 0 for any other event.
+typedef struct { const char *p; size_t n; } as_span;
+typedef struct {
+    as_delta kind;
+    as_span turn, step, index, chunk, id, name, payload, seq, time;
+} as_member;
 int as_event_member(const as_event *ev, as_member *m);
 // For a caller that only copies events, packs them (as_packer_push,
 // as_event_line) or reads members through as_event_member: a chunk member the decoder knows (member_f set) may then

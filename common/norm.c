@@ -31,7 +31,7 @@ struct as_norm {
     // stdout id renumbering: open addressing over the id token bytes
     struct idslot { char *k; size_t n; long v; } *tab;
     size_t tcap, tn;
-    as_buf s1, s2, dec, val, cb;   // scratch
+    as_buf s1, s2, dec, val, cb, sv;   // scratch
     as_buf idk, ids;               // scratch: an id's key, its decoded string
     as_json cj;                    // a compact re-parse
     str *esp;                      // the spellings as JSON.stringify writes them (no quotes)
@@ -109,6 +109,7 @@ void as_norm_free(as_norm *n)
     as_buf_free(&n->s2);
     as_buf_free(&n->dec);
     as_buf_free(&n->val);
+    as_buf_free(&n->sv);
     as_buf_free(&n->cb);
     as_buf_free(&n->idk);
     as_buf_free(&n->ids);
@@ -1023,15 +1024,38 @@ static size_t line_hit(as_norm *n, const char *s, size_t i, size_t to)
     return i + 1;
 }
 
+// 1 when every string of the line [from, to) is to be examined: it holds
+// already-tokenized input ("{{cwd}}": a committed fixture, an expected
+// file), or an event-read result (a string starting "Session "). One pass
+// for both: places where "{{" or "Se" starts, sixteen at a time.
+static int whole_line(const char *s, size_t from, size_t to)
+{
+    size_t i = from;
+#ifdef __SSE2__
+    const __m128i lb = _mm_set1_epi8('{'), cS = _mm_set1_epi8('S'), ce = _mm_set1_epi8('e');
+    for (; i + 17 <= to; i += 16) {   // reads s[i, i + 17)
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
+        __m128i w = _mm_loadu_si128((const __m128i *)(const void *)(s + i + 1));
+        __m128i m = _mm_or_si128(_mm_and_si128(_mm_cmpeq_epi8(v, lb), _mm_cmpeq_epi8(w, lb)),
+                                 _mm_and_si128(_mm_cmpeq_epi8(v, cS), _mm_cmpeq_epi8(w, ce)));
+        for (unsigned k = (unsigned)_mm_movemask_epi8(m); k; k &= k - 1) {
+            size_t p = i + (size_t)__builtin_ctz(k);
+            if (s[p] == '{' ? starts(s, p, to, "{{cwd}}", 7) : p > from && s[p - 1] == '"' && starts(s, p, to, "Session ", 8))
+                return 1;
+        }
+    }
+#endif
+    if (find(s, i, to, "{{cwd}}", 7)) return 1;
+    for (const char *m = s + i; (m = find(s, (size_t)(m - s), to, "Session ", 8)); m++)
+        if (m > s + from && m[-1] == '"') return 1;
+    return 0;
+}
+
 static void line_prep(as_norm *n, const char *s, size_t from, size_t to)
 {
     n->ncand = 0;
-    // already-tokenized input (a committed fixture, an expected file) is examined string by string
-    n->full = n->plain_ids || find(s, from, to, "{{cwd}}", 7);
+    n->full = n->plain_ids || whole_line(s, from, to);
     if (n->full) return;
-    // an event-read result is a string starting "Session "
-    for (const char *m = s + from; (m = find(s, (size_t)(m - s), to, "Session ", 8)); m++)
-        if (m > s + from && m[-1] == '"') { n->full = 1; return; }
     size_t i = from;
 #ifdef __SSE2__
     if (n->ntb) {
@@ -1069,16 +1093,20 @@ static void line_prep(as_norm *n, const char *s, size_t from, size_t to)
 
 // The text of string token tok: its body, decoded (into n's scratch) when it
 // holds an escape. *len receives its length.
-static const char *str_body(as_norm *n, const as_json *j, int tok, size_t *len)
+static const char *span_body(as_norm *n, const char *p, size_t n_, int esc, size_t *len)
 {
-    const as_tok *t = &j->t[tok];
-    const char *body = j->s + t->start + 1;
-    *len = t->end - t->start - 2;
-    if (!t->esc) return body;
+    const char *body = p + 1;
+    *len = n_ - 2;
+    if (!esc) return body;
     as_buf_reset(&n->dec);
     as_jstr_decode(body, *len, &n->dec);
     *len = n->dec.n;
     return n->dec.p ? n->dec.p : "";
+}
+static const char *str_body(as_norm *n, const as_json *j, int tok, size_t *len)
+{
+    const as_tok *t = &j->t[tok];
+    return span_body(n, j->s + t->start, t->end - t->start, t->esc, len);
 }
 
 // 1 when string token [start, end) holds a candidate (candidates are met in order).
@@ -1128,25 +1156,40 @@ static void ed_drop(ed *e, int k, int kept, int last)
     sp_cut(&e->sp, from, to);
 }
 
-static void ed_string(ed *e, int tok, int is_path)
+// The string [p, p + len) (quotes included; esc: it holds an escape)
+// scrubbed: 1 and its new form (a JSON string) in n->sv, or 0 when no rule
+// changes it.
+static int scrub_string(as_norm *n, const char *p, size_t len, int esc, int is_path)
 {
-    as_norm *n = e->n;
-    const as_json *j = e->j;
-    const as_tok *t = &j->t[tok];
-    if (!ed_cand(e, t->start, t->end)) return;
+    as_buf_reset(&n->sv);
     // the common case of a string that is one UUID (a session id): no other rule can apply
-    if (t->end - t->start == 38 && !t->esc && n->sp_sep && !n->plain_ids && uuid_at(j->s + t->start + 1)) {
-        ed_rep(e, tok, "\"{{sessionId}}\"", 15);
-        return;
+    if (len == 38 && !esc && n->sp_sep && !n->plain_ids && uuid_at(p + 1)) {
+        as_buf_put(&n->sv, "\"{{sessionId}}\"", 15);
+        return 1;
     }
     size_t blen;
-    const char *body = str_body(n, j, tok, &blen);
+    const char *body = span_body(n, p, len, esc, &blen);
     unsigned f = features(n, body, blen);
-    if (!f) return;
+    if (!f) return 0;
     chain c = { { &n->s1, &n->s2 }, 0, body, blen, 0 };
-    if (!scrub_chain(n, &c, f, is_path)) return;
-    sp_cut(&e->sp, t->start, t->end);
-    as_jstr_write(e->sp.out, c.cur, c.n);
+    if (!scrub_chain(n, &c, f, is_path)) return 0;
+    as_jstr_write(&n->sv, c.cur, c.n);
+    return 1;
+}
+
+static void ed_string(ed *e, int tok, int is_path)
+{
+    const as_tok *t = &e->j->t[tok];
+    if (!ed_cand(e, t->start, t->end)) return;
+    if (scrub_string(e->n, e->j->s + t->start, t->end - t->start, t->esc, is_path))
+        ed_rep(e, tok, e->n->sv.p, e->n->sv.n);
+}
+
+void as_norm_record_string(const as_norm *nc, const char *p, size_t len, int is_path, as_buf *out)
+{
+    as_norm *n = scratch(nc);
+    if (scrub_string(n, p, len, memchr(p, '\\', len) != NULL, is_path)) as_buf_put(out, n->sv.p, n->sv.n);
+    else as_buf_put(out, p, len);
 }
 
 static void ed_walk(ed *e, int tok, int is_path)

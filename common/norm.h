@@ -97,6 +97,10 @@ enum {
 // AS_NS_SCRUB. dsh's normalizeSessionLog(scrubSessionSnapshot(x), ctx), the
 // oracle's .normalized.jsonl, is AS_NS_COMPARE (| AS_NS_HEADER on line 1).
 void as_norm_session_record(const as_norm *n, const as_json *j, unsigned flags, as_buf *out);
+// A string value of a session record, its JSON bytes [p, p + len) (quotes
+// included), as as_norm_session_record with AS_NS_SCRUB leaves it (is_path:
+// the value of a member named "path"): appended to out.
+void as_norm_record_string(const as_norm *n, const char *p, size_t len, int is_path, as_buf *out);
 
 // --fixture cwd tokenization (dsh tokenizeSessionFixtureCwd): every string of
 // a record gets the header cwd's exact spellings and any absolute path whose

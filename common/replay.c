@@ -701,9 +701,9 @@ size_t as_replay_derive(as_sess *s, int skip_seed, as_replay_emit_fn emit, void 
         int chunk = -1, finish = 0;
         as_buf_reset(&key);
         if (as_event_member(&ev, &m)) {   // a text, reasoning or tool-call delta
-            as_buf_put(&key, m.turn, m.turn_n);
+            as_buf_put(&key, m.turn.p, m.turn.n);
             as_buf_putc(&key, '/');
-            as_buf_put(&key, m.step, m.step_n);
+            as_buf_put(&key, m.step.p, m.step.n);
         } else {
             int kind = event_kind(&ev);
             if (kind == 0) continue;
@@ -737,7 +737,7 @@ size_t as_replay_derive(as_sess *s, int skip_seed, as_replay_emit_fn emit, void 
         } else {
             as_buf_putc(&d.chunks, ',');
         }
-        if (chunk < 0) as_buf_put(&d.chunks, m.chunk, m.chunk_n);
+        if (chunk < 0) as_buf_put(&d.chunks, m.chunk.p, m.chunk.n);
         else as_buf_put(&d.chunks, as_tok_p(j, chunk), as_tok_len(j, chunk));
         d.nchunks++;
         if (finish) close_call(&d, 1);

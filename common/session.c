@@ -12,7 +12,7 @@
 #define SAFE_MAX 9007199254740991LL
 
 // The fields of a chunk-delta event, as byte spans (a NULL p: absent).
-typedef struct { const char *p; size_t n; } bspan;
+typedef as_span bspan;
 typedef struct {
     as_delta kind;
     bspan turn, step, index, id, name, payload;
@@ -793,7 +793,8 @@ int as_event_member(const as_event *ev, as_member *m)
     const char *d = memchr(ev->json + 1, '{', ev->len - 1);
     const char *c = d ? memchr(d + 1, '{', (size_t)(ev->json + ev->len - d - 1)) : NULL;
     if (!c) as_die(AS_TROUBLE, "internal error: a member event without its chunk");
-    *m = (as_member){f->kind, f->turn.p, f->step.p, c, f->turn.n, f->step.n, (size_t)(ev->json + ev->len - 2 - c)};
+    *m = (as_member){f->kind, f->turn, f->step, f->index, {c, (size_t)(ev->json + ev->len - 2 - c)},
+                     f->id, f->name, f->payload, f->seq, f->time};
     return 1;
 }
 

@@ -163,3 +163,32 @@ same_on_levels() {
     done
     [ "$n" -ge 150 ]
 }
+
+# scrub normalizes a member line from its parts (no tokens); at scalar, the
+# walk over its tokens does. Texts that every rule touches.
+scrub_filters() {
+    each scrub --session "$1"
+    each scrub --session --persisted "$1"
+    each scrub --session --cwd /tmp/other "$1"
+    each scrub --session --cwd-alias /private/tmp/acp-snap-cwd-x "$1"
+    each scrub --fixture "$1"
+}
+
+@test "every level: scrub normalizes member lines as the walk over their tokens does" {
+    mapfile -t ok < <(levels)
+    c=/tmp/acp-snap-cwd-x u=5410e361-ee95-448a-9712-34e65c65617f f=$BATS_TEST_TMPDIR/m.jsonl i=0
+    { echo "{\"type\":\"session\",\"version\":0,\"id\":\"$u\",\"createdAt\":1,\"cwd\":\"$c\",\"delegationDepth\":0}"
+      for t in "$c" "$c/src/a.c" "see $c/x and $c" "\\\"$c\\\"" "id $u done" "$u" "{{cwd}}/x" "Session $u started" \
+               "path\\/with\\u002fslash $c" 'C:\\Users\\x' "/private$c/y" "plain" "$c-not" "x$c" "é $c ü"; do
+          for k in 0 1 2; do
+              echo "{\"type\":\"assistant/chunk\",\"seq\":$i,\"time\":$((1000 + i)),\"data\":{\"turn\":1,\"step\":1,\"chunk\":{\"type\":\"text-delta\",\"index\":0,\"text\":\"$t\"}}}"
+              i=$((i + 1))
+          done
+          echo "{\"type\":\"assistant/chunk\",\"seq\":$i,\"time\":$((1000 + i)),\"data\":{\"turn\":1,\"step\":1,\"chunk\":{\"type\":\"tool-call-delta\",\"index\":1,\"id\":\"$u\",\"name\":\"$c\",\"argumentsDelta\":\"$t\"}}}"
+          i=$((i + 1))
+      done; } > "$f"
+    run -0 scrub --session "$f"
+    assert_line --index 1 '{"type":"assistant/chunk","data":{"turn":1,"step":1,"chunk":{"type":"text-delta","index":0,"text":"{{cwd}}"}}}'
+    assert_line --index 4 '{"type":"assistant/chunk","data":{"turn":1,"step":1,"chunk":{"type":"tool-call-delta","index":1,"id":"{{sessionId}}","name":"{{cwd}}","argumentsDelta":"{{cwd}}"}}}'
+    same_on_levels scrub_filters "$f"
+}

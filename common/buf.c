@@ -38,12 +38,24 @@ void as_buf_puti(as_buf *b, int64_t v)
     char tmp[24];
     int i = sizeof tmp;
     uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
-    while (u >= 100) {
-        unsigned r = (unsigned)(u % 100);
-        u /= 100;
+    // eight digits at a time in 32-bit arithmetic (a millisecond time has 13)
+    while (u >= 100000000) {
+        uint32_t r8 = (uint32_t)(u % 100000000);
+        u /= 100000000;
+        for (int k = 0; k < 4; k++, r8 /= 100) {
+            unsigned r = r8 % 100;
+            tmp[--i] = pairs[2 * r + 1];
+            tmp[--i] = pairs[2 * r];
+        }
+    }
+    uint32_t w = (uint32_t)u;
+    while (w >= 100) {
+        unsigned r = w % 100;
+        w /= 100;
         tmp[--i] = pairs[2 * r + 1];
         tmp[--i] = pairs[2 * r];
     }
+    u = w;
     if (u >= 10) {
         tmp[--i] = pairs[2 * u + 1];
         tmp[--i] = pairs[2 * u];

@@ -1,6 +1,8 @@
 // Unit tests of common/: the JSON.stringify string writer, decoding, member
 // splicing, the scanner's token spans, exact key sets and compaction.
 #include "acpsnap.h"
+#include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 
 static int fails;
@@ -40,8 +42,35 @@ static void drop_is(const char *obj, const char *const *keys, const char *want)
     as_json_free(&j);
 }
 
+// as_buf_puti against printf: the edges of its 8-digit and 2-digit steps,
+// the int64 limits, and a million pseudo-random values of every magnitude.
+static void puti_is(int64_t v)
+{
+    char want[32];
+    as_buf b = {0};
+    as_buf_puti(&b, v);
+    snprintf(want, sizeof want, "%" PRId64, v);
+    CHECK(b.n == strlen(want) && !memcmp(b.p, want, b.n), "puti: got %.*s want %s", (int)b.n, b.p, want);
+    as_buf_free(&b);
+}
+
+static void puti_all(void)
+{
+    static const int64_t edge[] = {0, 1, 9, 10, 99, 100, 101, 999, 99999999, 100000000, 100000001, 1000000000,
+                                   9999999999999999LL, 10000000000000000LL, 1796028374883, 9007199254740991LL,
+                                   INT64_MAX, INT64_MIN, INT64_MIN + 1};
+    for (size_t i = 0; i < sizeof edge / sizeof *edge; i++) { puti_is(edge[i]); puti_is(-edge[i] + (edge[i] == INT64_MIN)); }
+    uint64_t x = 88172645463325252ULL;
+    for (int k = 0; k < 1000000; k++) {
+        x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+        int64_t v = (int64_t)(x >> (x & 63));
+        puti_is(k & 1 ? -v : v);
+    }
+}
+
 int main(void)
 {
+    puti_all();
     // JSON.stringify: short escapes, other C0 as lowercase \u00xx, DEL and
     // non-ASCII raw, '/' unescaped.
     write_is("a\"b\\c", 5, "\"a\\\"b\\\\c\"");

@@ -309,6 +309,9 @@ int as_event_member(const as_event *ev, as_member *m);
 // as_event_line) or reads members through as_event_member: a chunk member the decoder knows (member_f set) may then
 // come without tokens, ev->j NULL.
 void as_sess_lazy(as_sess *s);
+// Decoders opened from now on match member lines to their layout (on, the
+// default) or scan every line (off, as at ACPSNAP_SIMD=scalar): for tests.
+void as_sess_templates(int on);
 void as_sess_close(as_sess *s);
 
 // The packer: canonical packing of an event stream into storage lines. An

@@ -56,13 +56,16 @@ void as_sess_open_abandoned(void)
     opening = NULL;
 }
 
+static int templates = 1;
+void as_sess_templates(int on) { templates = on; }
+
 as_sess *as_sess_open(const char *path)
 {
     as_sess *s = calloc(1, sizeof *s);
     if (!s) as_die(AS_TROUBLE, "out of memory");
     opening = s;
     s->in = as_in_open(path);
-    s->templ = as_simd() != AS_SIMD_SCALAR;
+    s->templ = as_simd() != AS_SIMD_SCALAR && templates;
     const char *line;
     size_t len;
     if (!as_in_line(s->in, &line, &len))

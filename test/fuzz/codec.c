@@ -2,6 +2,8 @@
 // scanner's paths and every instruction set, and every event's tokens are
 // those a fresh scan of its bytes makes (scan_agree.h). For every body x
 // that decodes:
+//   - it packs and projects to the same bytes with the member template off
+//     (as_sess_templates(0)) as on;
 //   - packing never changes bytes: unpack(pack(x)) == unpack(x), byte for byte;
 //   - pack(x) is canonical (the check accepts it), and so is project(x);
 //   - pack∘unpack is the identity on pack(x) in x's form (a projected log
@@ -95,6 +97,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     as_die_hook = NULL;   // from here on, any failure is a bug
     run(path, 1, AS_PACK_KEEP, &ux);
     run(path, 0, AS_PACK_PROJECTED, &px);
+    // the same without the member template: every line scanned
+    as_buf r1 = {0}, r2 = {0};
+    as_sess_templates(0);
+    run(path, 0, AS_PACK_KEEP, &r1);
+    run(path, 0, AS_PACK_PROJECTED, &r2);
+    as_sess_templates(1);
+    if (!same(&a, &r1) || !same(&px, &r2)) abort();
+    as_buf_free(&r1); as_buf_free(&r2);
     close(fd);
     long bad = 0;
     int fp = memfile(px.p, px.n, path);

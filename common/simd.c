@@ -130,25 +130,6 @@ static inline int utf8len(const uint8_t *s, size_t p, size_t len)
     return n;
 }
 
-int as_utf8_valid(const uint8_t *s, size_t n)
-{
-    size_t p = 0;
-    while (p < n) {
-        while (p + 8 <= n) {            // ASCII eight bytes at a time
-            uint64_t w;
-            memcpy(&w, s + p, 8);
-            if (w & 0x8080808080808080ULL) break;
-            p += 8;
-        }
-        while (p < n && s[p] < 0x80) p++;
-        if (p >= n) break;
-        int k = utf8len(s, p, n);
-        if (!k) return 0;
-        p += (size_t)k;
-    }
-    return 1;
-}
-
 // ---------------------------------------------------------------- the index
 
 static int hexd(unsigned c) { return (c >= '0' && c <= '9') || ((c | 32) >= 'a' && (c | 32) <= 'f'); }

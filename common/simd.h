@@ -46,7 +46,5 @@ static inline long as_json_index(const uint8_t *s, size_t len, uint32_t *ix)
 }
 // Classifies one 64-byte block at the given level (tests compare levels).
 void as_simd_classify(int level, const uint8_t *p, as_blk *b);
-// 1 when s[0,n) is valid UTF-8 (RFC 3629: no overlongs, no surrogates).
-int as_utf8_valid(const uint8_t *s, size_t n);
 
 #endif

@@ -59,12 +59,15 @@ static void puti_all(void)
     static const int64_t edge[] = {0, 1, 9, 10, 99, 100, 101, 999, 99999999, 100000000, 100000001, 1000000000,
                                    9999999999999999LL, 10000000000000000LL, 1796028374883, 9007199254740991LL,
                                    INT64_MAX, INT64_MIN, INT64_MIN + 1};
-    for (size_t i = 0; i < sizeof edge / sizeof *edge; i++) { puti_is(edge[i]); puti_is(-edge[i] + (edge[i] == INT64_MIN)); }
+    for (size_t i = 0; i < sizeof edge / sizeof *edge; i++) {
+        puti_is(edge[i]);
+        if (edge[i] != INT64_MIN) puti_is(-edge[i]);
+    }
     uint64_t x = 88172645463325252ULL;
     for (int k = 0; k < 1000000; k++) {
         x ^= x << 13; x ^= x >> 7; x ^= x << 17;
         int64_t v = (int64_t)(x >> (x & 63));
-        puti_is(k & 1 ? -v : v);
+        puti_is(k & 1 && v != INT64_MIN ? -v : v);
     }
 }
 

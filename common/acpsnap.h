@@ -177,6 +177,11 @@ typedef struct {
 // Two stages (simd.c, then the grammar over its index) for a compact line;
 // anything else, and every error, through the byte-at-a-time scanner.
 int as_json_parse(as_json *j, const char *s, size_t len);
+// As as_json_parse (the same verdict and message), for a caller that reads
+// only the root's members: a container below the root may stand as one
+// token, its span and count without its children (its next is then its
+// index + 1). The tokens may also be the full ones.
+int as_json_parse_shallow(as_json *j, const char *s, size_t len);
 // The byte-at-a-time scanner alone: same contract, same tokens (tests and
 // fuzz targets compare the two).
 int as_json_parse_bytes(as_json *j, const char *s, size_t len);
@@ -309,9 +314,18 @@ int as_event_member(const as_event *ev, as_member *m);
 // as_event_line) or reads members through as_event_member: a chunk member the decoder knows (member_f set) may then
 // come without tokens, ev->j NULL.
 void as_sess_lazy(as_sess *s);
-// Decoders opened from now on match member lines to their layout (on, the
-// default) or scan every line (off, as at ACPSNAP_SIMD=scalar): for tests.
+// As as_sess_lazy, for a caller that also reads no other event below its
+// root (it packs, projects or copies events): such an event's tokens may be
+// shallow (as_json_parse_shallow). Packed rows and assistant/chunk events
+// keep all theirs.
+void as_sess_shallow(as_sess *s);
+// Decoders opened from now on match member lines and packed rows to their
+// layouts (on, the default) or scan every line (off, as at
+// ACPSNAP_SIMD=scalar): for tests.
 void as_sess_templates(int on);
+// The tokens of the current source line as the decoder holds them, while
+// it expands a packed row (after the row's first member): for tests.
+const as_json *as_sess_row_tokens(const as_sess *s);
 void as_sess_close(as_sess *s);
 
 // The packer: canonical packing of an event stream into storage lines. An

@@ -336,13 +336,104 @@ static inline size_t indexed_string(as_json *j, uint32_t i, const uint32_t *ix, 
     return ix[q] + 1;
 }
 
+// The string opening at the quote ix[*k], without a token: past its escapes
+// to its closing quote; returns the byte after it.
+static inline size_t skipped_string(const char *s, const uint32_t *ix, size_t *k)
+{
+    size_t q = *k + 1;
+    while (s[ix[q]] == '\\') q++;
+    *k = q + 1;
+    return ix[q] + 1;
+}
+
+// The container opening at s[*pp] (= s[ix[*kp]]), depth levels below the
+// root's, validated over the index as parse_indexed would, without tokens:
+// 0 with *pp and *kp just past its closing bracket and its member or
+// element count in *count; -1 hands the line to parse_bytes. A bit per
+// open level says object (1) or array.
+static int skip_indexed(as_json *j, const uint32_t *ix, size_t *pp, size_t *kp, int depth, int maxdepth,
+                        uint32_t *count)
+{
+    const char *s = j->s;
+    size_t len = j->len, p = *pp, k = *kp;
+    uint64_t obj[DEFAULT_MAXDEPTH / 64 + 1];
+    int d = 0;                  // levels open within the container
+    uint32_t n = 0;
+
+#define IN_OBJ (obj[(d - 1) >> 6] >> ((d - 1) & 63) & 1)
+open:           // s[p] is the bracket at ix[k]
+    if (depth + d + 1 > maxdepth || d + 1 > DEFAULT_MAXDEPTH) return -1;
+    if (s[p] == '{') obj[d >> 6] |= 1ULL << (d & 63);
+    else obj[d >> 6] &= ~(1ULL << (d & 63));
+    d++;
+    k++;
+    p++;
+    if (p < len && s[p] == (IN_OBJ ? '}' : ']')) goto close;
+    if (IN_OBJ) goto key;
+
+value:
+    if (p >= len) return -1;
+    n += d == 1 && !IN_OBJ;     // an element (a member counts at its key)
+    switch (s[p]) {
+    case '{':
+    case '[':
+        goto open;
+    case '"':
+        p = skipped_string(s, ix, &k);
+        goto after;
+    case 't': case 'f': case 'n':
+        if (literal(j, p, s[p] == 't' ? "true" : s[p] == 'f' ? "false" : "null", &p) || p != ix[k]) return -1;
+        goto after;
+    case '-': case '0': case '1': case '2': case '3': case '4': case '5': case '6': case '7': case '8': case '9':
+        if (number(j, p, &p) || p != ix[k]) return -1;
+        goto after;
+    default:
+        return -1;
+    }
+
+key:
+    if (p >= len || s[p] != '"') return -1;
+    n += d == 1;
+    p = skipped_string(s, ix, &k);
+    if (p >= len || s[p] != ':' || ix[k] != p) return -1;
+    k++;
+    p++;
+    goto value;
+
+after:
+    if (p >= len || ix[k] != p) return -1;
+    if (IN_OBJ) {
+        if (s[p] == '}') goto close;
+        if (s[p] != ',') return -1;
+        k++;
+        p++;
+        goto key;
+    }
+    if (s[p] == ']') goto close;
+    if (s[p] != ',') return -1;
+    k++;
+    p++;
+    goto value;
+
+close:          // s[p] is the bracket at ix[k]
+    k++;
+    p++;
+    if (--d > 0) goto after;
+#undef IN_OBJ
+    *pp = p;
+    *kp = k;
+    *count = n;
+    return 0;
+}
+
 // Stage 2 over the structural index ix[0, m] (simd.h): the grammar of
 // parse_bytes with every string span, escape flag and separator read off the
 // index instead of the bytes. Stage 1 admitted only compact text with valid
 // strings, so there is no whitespace to skip and no string byte to check.
 // Returns 0 with the same tokens parse_bytes makes, or -1 to hand the line
-// to parse_bytes (never a verdict of its own).
-static int parse_indexed(as_json *j, const uint32_t *ix)
+// to parse_bytes (never a verdict of its own). Shallow: a container below
+// the root is validated by skip_indexed and stands as one token.
+static inline __attribute__((always_inline)) int parse_indexed(as_json *j, const uint32_t *ix, int shallow)
 {
     const char *s = j->s;
     size_t len = j->len, p = 0, k = 0;    // ix[k]: the first entry at or after p
@@ -356,6 +447,14 @@ value:
     switch (s[p]) {
     case '{':
     case '[':
+        if (shallow && depth == 1) {
+            uint32_t count;
+            i = push(j, s[p] == '{' ? AS_JOBJ : AS_JARR, p);
+            if (skip_indexed(j, ix, &p, &k, depth, maxdepth, &count)) return -1;
+            j->t[i].end = (uint32_t)p;
+            j->t[i].count = count;
+            goto after;
+        }
         if (++depth > maxdepth) return -1;
         i = open_container(j, s[p], p, &cur);
         k++;
@@ -408,7 +507,10 @@ close:          // s[p] is the bracket at ix[k]
     goto after;
 }
 
-int as_json_parse(as_json *j, const char *s, size_t len)
+static int parse_full(as_json *j, const uint32_t *ix) { return parse_indexed(j, ix, 0); }
+static int parse_shallow(as_json *j, const uint32_t *ix) { return parse_indexed(j, ix, 1); }
+
+static int parse(as_json *j, const char *s, size_t len, int (*indexed)(as_json *, const uint32_t *))
 {
     j->s = s;
     j->len = len;
@@ -424,12 +526,15 @@ int as_json_parse(as_json *j, const char *s, size_t len)
             free(j->ix);
             j->ix = as_xmalloc(j->ixcap * sizeof *j->ix);
         }
-        if (as_json_index((const uint8_t *)s, len, j->ix) >= 0 && !parse_indexed(j, j->ix)) return 0;
+        if (as_json_index((const uint8_t *)s, len, j->ix) >= 0 && !indexed(j, j->ix)) return 0;
         j->n = 0;
         j->err = NULL;
     }
     return parse_bytes(j, s, len);
 }
+
+int as_json_parse(as_json *j, const char *s, size_t len) { return parse(j, s, len, parse_full); }
+int as_json_parse_shallow(as_json *j, const char *s, size_t len) { return parse(j, s, len, parse_shallow); }
 
 int as_json_parse_bytes(as_json *j, const char *s, size_t len)
 {

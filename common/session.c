@@ -39,6 +39,7 @@ struct as_sess {
     int templ;             // member lines may take the template (not at ACPSNAP_SIMD=scalar)
     member_f mf;           // the fields of the last event, when it is a member (as_event.member_f)
     int lazy;              // as_sess_lazy: members need no tokens
+    int shallow;           // as_sess_shallow: other events need their root's tokens only
 };
 
 static const char *row_tag(int kind)
@@ -124,6 +125,7 @@ int as_is_session_log(const char *path)
 void as_sess_header(const as_sess *s, const char **line, size_t *len) { *line = s->header.p; *len = s->header.n; }
 void as_sess_line(const as_sess *s, const char **line, size_t *len) { *line = s->line; *len = s->len; }
 as_form as_sess_form(const as_sess *s) { return s->form; }
+const as_json *as_sess_row_tokens(const as_sess *s) { return &s->j; }
 const char *as_sess_name(const as_sess *s) { return as_in_name(s->in); }
 
 void as_sess_close(as_sess *s)
@@ -580,7 +582,8 @@ static int member_line(const char *s, size_t n, member_f *f, int esc[3], int64_t
     else return 0;
     if (!LIT(&q, e, ",\"index\":") || !uint_at(&q, e, &f->index, NULL)) return 0;
     esc[0] = esc[1] = esc[2] = 0;
-    f->id = f->name = (bspan){NULL, 0};
+    f->id = (bspan){NULL, 0};   // (two stores: a chained one would be read back whole, stalling)
+    f->name = (bspan){NULL, 0};
     if (f->kind == AS_DELTA_TOOL) {
         if (!LIT(&q, e, ",\"id\":") || !str_at(&q, s, e, &f->id, &esc[0])) return 0;
         if (LIT(&q, e, ",\"name\":") && !str_at(&q, s, e, &f->name, &esc[1])) return 0;
@@ -589,6 +592,140 @@ static int member_line(const char *s, size_t n, member_f *f, int esc[3], int64_t
         return 0;
     }
     return str_at(&q, s, e, &f->payload, &esc[2]) && LIT(&q, e, "}}}") && q == e;
+}
+
+// ------------------------------------------------------------ the row template
+//
+// A packed row in the layout the packer writes (flush_run) is matched byte
+// for byte, its tokens written as it is read: on a match the line is valid
+// JSON with exactly the tokens as_json_parse makes, and start_row validates
+// them as ever. Another spelling (a fraction, white space, keys in another
+// order) is no match and takes the scanner, which decides.
+
+// Room for need tokens, doubling.
+MINLINE void tw_grow(as_json *j, size_t need)
+{
+    if (__builtin_expect(j->cap < need, 0)) tw_room(j, j->cap * 2 > need ? j->cap * 2 : need);
+}
+
+// A key (lit: its quoted name and ':') at *q: its token.
+MINLINE int key_at(tw *w, const char **q, const char *s, const char *e, const char *lit, size_t n)
+{
+    size_t at = (size_t)(*q - s);
+    if (!lit_at(q, e, lit, n)) return 0;
+    tw_tok(w, AS_JSTR, at, at + n - 1, 0);
+    return 1;
+}
+#define KEY(w, q, s, e, lit) key_at(w, q, s, e, lit, sizeof(lit) - 1)
+
+// An integer (-?(0|[1-9][0-9]*), no fraction or exponent) at *q: its token.
+MINLINE int int_tok(tw *w, const char **q, const char *s, const char *e)
+{
+    const char *d = *q;
+    d += d < e && *d == '-';
+    if (d >= e || (unsigned)(*d - '0') >= 10) return 0;
+    if (*d == '0') d++;
+    else while (d < e && (unsigned)(*d - '0') < 10) d++;
+    if (d < e && (*d == '.' || (*d | 32) == 'e' || (unsigned)(*d - '0') < 10)) return 0;
+    tw_tok(w, AS_JNUM, (size_t)(*q - s), (size_t)(d - s), 0);
+    *q = d;
+    return 1;
+}
+
+// A string at *q (checked by the scanner's own string routine): its token.
+MINLINE int str_tok(tw *w, const char **q, const char *s, const char *e)
+{
+    int esc = 0;   // (as_jstr_end sets it only for an escape)
+    size_t end = as_jstr_end(s, (size_t)(e - s), (size_t)(*q - s), &esc);
+    if (!end) return 0;
+    tw_tok(w, AS_JSTR, (size_t)(*q - s), end, esc);
+    *q = s + end;
+    return 1;
+}
+
+// Closes container token i at *q (its closing byte): its end, next and count.
+MINLINE void tw_end(tw *w, uint32_t i, const char **q, const char *s, uint32_t count)
+{
+    as_tok *t = &w->j->t[i];
+    t->end = (uint32_t)(++*q - s);
+    t->next = (uint32_t)w->j->n;
+    t->count = count;
+}
+
+// A non-empty array of strings, or a possibly empty one of integers, at *q.
+static int array_tok(tw *w, const char **q, const char *s, const char *e, int strings)
+{
+    if (*q >= e || **q != '[') return 0;
+    uint32_t a = tw_tok(w, AS_JARR, (size_t)(*q - s), 0, 0), count = 0;
+    ++*q;
+    if (!strings && *q < e && **q == ']') { tw_end(w, a, q, s, 0); return 1; }
+    for (;;) {
+        tw_grow(w->j, w->j->n + 1);
+        if (!(strings ? str_tok(w, q, s, e) : int_tok(w, q, s, e))) return 0;
+        count++;
+        if (*q >= e) return 0;
+        if (**q == ']') break;
+        if (**q != ',') return 0;
+        ++*q;
+    }
+    tw_end(w, a, q, s, count);
+    return 1;
+}
+
+// 1 when line s[0, n) is a packed row in the packer's layout: its tokens in
+// s->j, its kind in *kind.
+static int row_line(as_sess *ss, const char *s, size_t n, int *kind)
+{
+    const char *q = s, *e = s + n;
+    if (n < 2 || n >= UINT32_MAX - 1 || s[0] != '{') return 0;
+    as_json *j = &ss->j;
+    j->s = s;
+    j->len = n;
+    j->n = 0;
+    j->err = NULL;
+    tw_grow(j, 32);   // 23 tokens at most besides the arrays' elements
+    tw w = {j, 0};
+    uint32_t root = tw_tok(&w, AS_JOBJ, 0, 0, 0), members = 2;
+    q++;
+    if (!KEY(&w, &q, s, e, "\"type\":")) return 0;
+    size_t at = (size_t)(q - s);
+    if (LIT(&q, e, "\"text-chunks\"")) *kind = AS_DELTA_TEXT;
+    else if (LIT(&q, e, "\"reasoning-chunks\"")) *kind = AS_DELTA_REASONING;
+    else if (LIT(&q, e, "\"tool-call-chunks\"")) *kind = AS_DELTA_TOOL;
+    else return 0;
+    tw_tok(&w, AS_JSTR, at, (size_t)(q - s), 0);
+    if (!LIT(&q, e, ",")) return 0;
+    if (KEY(&w, &q, s, e, "\"seq0\":")) {
+        if (!int_tok(&w, &q, s, e) || !LIT(&q, e, ",") || !KEY(&w, &q, s, e, "\"time0\":") || !int_tok(&w, &q, s, e)
+            || !LIT(&q, e, ","))
+            return 0;
+        members = 4;
+    }
+    if (!KEY(&w, &q, s, e, "\"data\":") || q >= e || *q != '{') return 0;
+    uint32_t data = tw_tok(&w, AS_JOBJ, (size_t)(q - s), 0, 0), fields = 5;
+    q++;
+    if (!KEY(&w, &q, s, e, "\"turn\":") || !int_tok(&w, &q, s, e)
+        || !LIT(&q, e, ",") || !KEY(&w, &q, s, e, "\"step\":") || !int_tok(&w, &q, s, e)
+        || !LIT(&q, e, ",") || !KEY(&w, &q, s, e, "\"index\":") || !int_tok(&w, &q, s, e)
+        || !LIT(&q, e, ",") || !KEY(&w, &q, s, e, "\"dt\":") || !array_tok(&w, &q, s, e, 0) || !LIT(&q, e, ","))
+        return 0;
+    tw_grow(j, j->n + 8);
+    if (*kind == AS_DELTA_TOOL) {
+        if (!KEY(&w, &q, s, e, "\"id\":") || !str_tok(&w, &q, s, e) || !LIT(&q, e, ",")) return 0;
+        fields = 6;
+        if (KEY(&w, &q, s, e, "\"name\":")) {
+            if (!str_tok(&w, &q, s, e) || !LIT(&q, e, ",")) return 0;
+            fields = 7;
+        }
+        if (!KEY(&w, &q, s, e, "\"args\":")) return 0;
+    } else if (!KEY(&w, &q, s, e, "\"texts\":")) {
+        return 0;
+    }
+    if (!array_tok(&w, &q, s, e, 1) || q >= e || *q != '}') return 0;
+    tw_end(&w, data, &q, s, fields);
+    if (q >= e || *q != '}') return 0;
+    tw_end(&w, root, &q, s, members);
+    return q == e;
 }
 
 // The event of a line member_line matched (the persisted branch of
@@ -615,6 +752,23 @@ static void member_event(as_sess *s, as_event *ev, const char *line, size_t len,
     s->nextseq++;
 }
 
+// 1 for the types whose events are read below their root: packed rows
+// (start_row) and chunk events (the packer's chunk_fields).
+static int deep_type(const as_json *j, int ty)
+{
+    return AS_TOK_IS(j, ty, "assistant/chunk") || AS_TOK_IS(j, ty, "text-chunks")
+           || AS_TOK_IS(j, ty, "reasoning-chunks") || AS_TOK_IS(j, ty, "tool-call-chunks");
+}
+
+// 1 when a line starts as an event of such a type does.
+static int deep_start(const char *s, size_t n)
+{
+    const char *q = s, *e = s + n;
+    if (!LIT(&q, e, "{\"type\":\"")) return 0;
+    return LIT(&q, e, "assistant/chunk\"") || LIT(&q, e, "text-chunks\"") || LIT(&q, e, "reasoning-chunks\"")
+           || LIT(&q, e, "tool-call-chunks\"");
+}
+
 int as_sess_next(as_sess *s, as_event *ev)
 {
     if (s->row) { row_member(s, ev); return 1; }
@@ -629,11 +783,18 @@ int as_sess_next(as_sess *s, as_event *ev)
         return 1;
     }
     ev->member_f = NULL;
+    int kind;
+    if (s->templ && row_line(s, line, len, &kind)) {
+        start_row(s, kind);
+        row_member(s, ev);
+        return 1;
+    }
     const char *name = as_in_name(s->in);
     long ln = as_in_lineno(s->in);
     if (len == 0) as_die_at(name, ln, 0, "empty line");
     as_json *j = &s->j;
-    if (as_json_parse(j, line, len)) as_json_die(j, name, ln);
+    int shallow = s->shallow && !deep_start(line, len);
+    if ((shallow ? as_json_parse_shallow : as_json_parse)(j, line, len)) as_json_die(j, name, ln);
     if (j->t[0].type != AS_JOBJ) bad(s, "not a JSON object%s", "");
     static const as_key rk[] = {AS_KEY("type"), AS_KEY("seq"), AS_KEY("time"), AS_KEY("data")};
     int *r = ev->root + 1;
@@ -642,6 +803,11 @@ int as_sess_next(as_sess *s, as_event *ev)
     int ty = r[0];
     if (ty < 0) bad(s, "missing \"type\"%s", "");
     if (j->t[ty].type != AS_JSTR) bad(s, "\"type\" must be a string%s", "");
+    if (shallow && deep_type(j, ty)) {   // (its "type" is not its first member)
+        as_json_parse(j, line, len);
+        ev->root[0] = as_json_pick(j, 0, rk, 4, r);
+        ty = r[0];
+    }
     if (AS_TOK_IS(j, ty, "text-chunks")) start_row(s, AS_DELTA_TEXT);
     else if (AS_TOK_IS(j, ty, "reasoning-chunks")) start_row(s, AS_DELTA_REASONING);
     else if (AS_TOK_IS(j, ty, "tool-call-chunks")) start_row(s, AS_DELTA_TOOL);
@@ -785,6 +951,7 @@ void as_event_line(const as_event *ev, int projected, as_buf *out)
 }
 
 void as_sess_lazy(as_sess *s) { s->lazy = 1; }
+void as_sess_shallow(as_sess *s) { s->lazy = s->shallow = 1; }
 
 int as_event_member(const as_event *ev, as_member *m)
 {
@@ -976,6 +1143,10 @@ void as_packer_push(as_packer *p, const as_event *ev)
         start_run(p, ev, k, &f, projected);
         return;
     }
+    if (!projected) {   // the line as it is: no copy
+        p->emit(p->ctx, ev->json, ev->len, ev->lineno);
+        return;
+    }
     as_buf_reset(&p->out);
     as_event_line(ev, projected, &p->out);
     p->emit(p->ctx, p->out.p, p->out.n, ev->lineno);
@@ -1094,7 +1265,7 @@ static void out_emit(void *ctx, const char *line, size_t len, long srcline)
 void as_sess_transcode(const char *path, as_out *o, int mode, int unpack)
 {
     as_sess *s = as_sess_open(path);
-    as_sess_lazy(s);
+    as_sess_shallow(s);
     const char *h;
     size_t hn;
     as_sess_header(s, &h, &hn);

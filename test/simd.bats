@@ -164,6 +164,61 @@ same_on_levels() {
     [ "$n" -ge 150 ]
 }
 
+@test "every level: packed rows at and near the packer's layout decode, pack and fail as the scanner decides" {
+    mapfile -t ok < <(levels)
+    [[ " ${ok[*]} " == *" scalar "* ]]
+    # ENV is the envelope after "type" (projected: none), each row in both forms
+    T='{"type":"text-chunks"ENV,"data":{"turn":1,"step":2,"index":0,'
+    C='{"type":"tool-call-chunks"ENV,"data":{"turn":1,"step":2,"index":3,'
+    rows=(
+        "$T"'"dt":[3,4],"texts":["a","b","c"]}}'
+        "$T"'"dt":[],"texts":["only"]}}'
+        "${T/text-chunks/reasoning-chunks}"'"dt":[0,-2,10],"texts":["a\"b","\\c\n","\u00e9\ud800","é €😀"]}}'
+        "$C"'"dt":[1],"id":"call_1","name":"bash","args":["{\"c\"",":1}"]}}'
+        "$C"'"dt":[1],"id":"call_1","args":["x","y"]}}'
+        "$C"'"dt":[1],"name":"bash","id":"call_1","args":["x","y"]}}'
+        "$C"'"dt":[1],"id":7,"args":["x","y"]}}'
+        "$T"'"dt":[3],"texts":["a","b","c"]}}'
+        "$T"'"dt":[3,4],"texts":[]}}'
+        "$T"'"dt":[],"texts":[]}}'
+        "$T"'"dt":[3,4],"texts":["a","b",3]}}'
+        "$T"'"dt":[3.0,4],"texts":["a","b","c"]}}'
+        "$T"'"dt":[3,4e0],"texts":["a","b","c"]}}'
+        "$T"'"dt":[03,4],"texts":["a","b","c"]}}'
+        "$T"'"dt":[-0,4],"texts":["a","b","c"]}}'
+        "$T"'"dt":[-,4],"texts":["a","b","c"]}}'
+        "$T"'"dt":[9007199254740992,4],"texts":["a","b","c"]}}'
+        "$T"'"dt":[3,4,],"texts":["a","b","c"]}}'
+        "$T"'"dt":[3 ,4],"texts":["a","b","c"]}}'
+        "$T"'"dt":[3,4],"texts":["a","b","c"] }}'
+        "$T"'"dt":[3,4],"texts":["a","b","c"]}} '
+        "$T"'"dt":[3,4],"texts":["a","b","c"]}}}'
+        "$T"'"dt":[3,4],"texts":["a","b","c"]}'
+        "$T"'"dt":[3,4],"texts":["a","b","c"],"x":1}}'
+        "$T"'"texts":["a","b","c"],"dt":[3,4]}}'
+        "$T"'"dt":[3,4],"texts":["a","b\q","c"]}}'
+        "$T"'"dt":[3,4],"texts":["a","b'$'\x01''","c"]}}'
+        "$T"'"dt":[3,4],"texts":["a","b'$'\xc3''","c"]}}'
+        "$T"'"dt":[3,4],"texts":["a","b,"c"]}}'
+        "$T"'"dt":[3,4],"args":["a","b","c"]}}'
+        '{"type":"text-chunks"ENV,"data":{"turn":1,"step":2,"index":0.5,"dt":[3,4],"texts":["a","b","c"]}}'
+        '{"type":"text-chunks"ENV,"data":{"turn":"1","step":2,"index":0,"dt":[3,4],"texts":["a","b","c"]}}'
+        '{"type":"text-chunks"ENV,"data":{"turn":1,"step":2,"index":0,"dt":[3,4],"texts":["a","b","c"]},"x":1}'
+    )
+    envs=('' ',"seq0":0,"time0":1000' ',"seq0":5,"time0":-7' ',"seq0":05,"time0":1' ',"seq0":1,"time0":1.5'
+          ',"seq0":9007199254740990,"time0":1' ',"time0":1,"seq0":1' ',"seq0":-1,"time0":1')
+    f=$BATS_TEST_TMPDIR/rows.jsonl
+    n=0
+    for r in "${rows[@]}"; do
+        for e in "${envs[@]}"; do
+            { printf '%s\n' "$HDR"; l=${r/ENV/$e}; printf '%s\n' "$l" "$l"; } > "$f"
+            same_on_levels log_filters "$f"
+            n=$((n + 1))
+        done
+    done
+    [ "$n" -ge 250 ]
+}
+
 # scrub normalizes a member line from its parts (no tokens); at scalar, the
 # walk over its tokens does. Texts that every rule touches.
 scrub_filters() {

@@ -1,9 +1,9 @@
 // Fuzz target: the session codec. Every line scans the same on both of the
-// scanner's paths and every instruction set, and every event's tokens are
-// those a fresh scan of its bytes makes (scan_agree.h). For every body x
-// that decodes:
-//   - it packs and projects to the same bytes with the member template off
-//     (as_sess_templates(0)) as on;
+// scanner's paths and every instruction set, and every event's tokens (and
+// every packed row's) are those a fresh scan of its bytes makes
+// (scan_agree.h). For every body x that decodes:
+//   - it packs and projects to the same bytes with the member and row
+//     templates off (as_sess_templates(0)) as on;
 //   - packing never changes bytes: unpack(pack(x)) == unpack(x), byte for byte;
 //   - pack(x) is canonical (the check accepts it), and so is project(x);
 //   - pack∘unpack is the identity on pack(x) in x's form (a projected log
@@ -58,6 +58,12 @@ static seen run(const char *path, int unpack, int mode, as_buf *out)
         if (last >= 0 && last < 2 && ev.member != last + 1) w.short_rows++;
         last = ev.member;
         tokens_agree(ev.j, ev.json, ev.len);
+        if (ev.member == 0) {   // a packed row: its line's tokens, written by the row template or scanned
+            const char *l;
+            size_t ln;
+            as_sess_line(s, &l, &ln);
+            tokens_agree(as_sess_row_tokens(s), l, ln);
+        }
         if (unpack) { as_buf_put(out, ev.json, ev.len); as_buf_putc(out, '\n'); }
         else as_packer_push(p, &ev);
     }
@@ -97,7 +103,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     as_die_hook = NULL;   // from here on, any failure is a bug
     run(path, 1, AS_PACK_KEEP, &ux);
     run(path, 0, AS_PACK_PROJECTED, &px);
-    // the same without the member template: every line scanned
+    // the same without the templates: every line scanned
     as_buf r1 = {0}, r2 = {0};
     as_sess_templates(0);
     run(path, 0, AS_PACK_KEEP, &r1);

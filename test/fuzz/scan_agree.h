@@ -1,11 +1,13 @@
 // scan_agree.h - a check shared by the fuzz targets that feed the JSON
 // scanner: the two-stage parse agrees with the byte-at-a-time scanner
-// (verdict, error, every token), and every instruction set this CPU runs
-// builds the same structural index as the portable C. Aborts otherwise.
+// (verdict, error, every token), so does the shallow parse (shallow_agree.h),
+// and every instruction set this CPU runs builds the same structural index
+// as the portable C. Aborts otherwise.
 #ifndef SCAN_AGREE_H
 #define SCAN_AGREE_H
 #include "acpsnap.h"
 #include "simd.h"
+#include "shallow_agree.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,6 +25,7 @@ static void scan_agree(const char *s, size_t n)
         if (x->type != y->type || x->esc != y->esc || x->start != y->start || x->end != y->end
             || x->next != y->next || x->count != y->count) abort();
     }
+    if (shallow_differs(s, n, &b, rb)) abort();
     if (cap < n + AS_INDEX_SLACK) {
         cap = n + AS_INDEX_SLACK;
         ref = realloc(ref, cap * sizeof *ref);

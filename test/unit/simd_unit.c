@@ -2,12 +2,14 @@
 //  - every instruction set this CPU runs classifies blocks exactly as the
 //    portable C does, and builds the same structural index;
 //  - as_json_parse (index, then grammar) agrees with the byte-at-a-time
-//    scanner on every text: verdict, message, error offset and every token.
+//    scanner on every text: verdict, message, error offset and every token;
+//    so does as_json_parse_shallow, on the root's tokens.
 // Texts: built-in cases, every line of the files named as arguments, and
 // seeded mutations of all of them at every byte (special bytes swapped in).
 // Run under each ACPSNAP_SIMD level by test/simd.bats.
 #include "acpsnap.h"
 #include "simd.h"
+#include "../fuzz/shallow_agree.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,6 +29,8 @@ static void same_parse(const char *s, size_t n)
     static as_json a, b;
     texts++;
     int ra = as_json_parse(&a, s, n), rb = as_json_parse_bytes(&b, s, n);
+    const char *why = shallow_differs(s, n, &b, rb);
+    CHECK(!why, "shallow parse: %s on %.*s", why, (int)(n > 200 ? 200 : n), s);
     CHECK(ra == rb, "verdicts differ (%d vs %d) on %.*s", ra, rb, (int)(n > 200 ? 200 : n), s);
     if (ra != rb) return;
     if (ra) {

@@ -14,6 +14,11 @@
 #ifdef __SSE2__
 #include <emmintrin.h>
 #endif
+#if defined(__x86_64__) && defined(__SSE2__)
+#include <immintrin.h>
+#include "simd.h"
+#define AS_NORM_AVX2 1     // line_prep_avx2, at ACPSNAP_SIMD avx2 and above
+#endif
 
 typedef struct { char *p; size_t n; } str;
 
@@ -397,11 +402,32 @@ static int has_hex(const char *s, size_t n)
     return ok != 0;
 }
 
+#ifdef __SSE2__
+// The hex digits (any case) and the dashes among u[0, 16), as bit masks.
+static inline void hex_dash16(const char *u, unsigned *hex, unsigned *dash)
+{
+    __m128i c = _mm_loadu_si128((const __m128i *)(const void *)u), l = _mm_or_si128(c, _mm_set1_epi8(0x20));
+    __m128i digit = _mm_and_si128(_mm_cmpgt_epi8(c, _mm_set1_epi8('0' - 1)), _mm_cmplt_epi8(c, _mm_set1_epi8('9' + 1)));
+    __m128i alpha = _mm_and_si128(_mm_cmpgt_epi8(l, _mm_set1_epi8('a' - 1)), _mm_cmplt_epi8(l, _mm_set1_epi8('f' + 1)));
+    *hex = (unsigned)_mm_movemask_epi8(_mm_or_si128(digit, alpha));
+    *dash = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(c, _mm_set1_epi8('-')));
+}
+#endif
+
 // dsh UUID_RE at u (36 bytes available): 8-4-4-4-12 hex digits, any case.
 static int uuid_at(const char *u)
 {
+#ifdef __SSE2__
+    // sixteen bytes at a time: dashes at 8, 13 (first half), 18, 23 (second)
+    const unsigned da = 1u << 8 | 1u << 13, db = 1u << 2 | 1u << 7;
+    unsigned ha, xa, hb, xb;
+    hex_dash16(u, &ha, &xa);
+    hex_dash16(u + 16, &hb, &xb);
+    return ha == (0xffffu & ~da) && xa == da && hb == (0xffffu & ~db) && xb == db && has_hex(u + 32, 4);
+#else
     return has_hex(u, 8) && u[8] == '-' && has_hex(u + 9, 4) && u[13] == '-' && has_hex(u + 14, 4)
            && u[18] == '-' && has_hex(u + 19, 4) && u[23] == '-' && has_hex(u + 24, 12);
+#endif
 }
 
 static int starts(const char *s, size_t i, size_t n, const char *lit, size_t ln)
@@ -1024,6 +1050,15 @@ static size_t line_hit(as_norm *n, const char *s, size_t i, size_t to)
     return i + 1;
 }
 
+// 1 when a mark of whole_line starts at or after i in [from, to).
+static int marks_from(const char *s, size_t from, size_t i, size_t to)
+{
+    if (find(s, i, to, "{{cwd}}", 7)) return 1;
+    for (const char *m = s + i; (m = find(s, (size_t)(m - s), to, "Session ", 8)); m++)
+        if (m > s + from && m[-1] == '"') return 1;
+    return 0;
+}
+
 // 1 when every string of the line [from, to) is to be examined: it holds
 // already-tokenized input ("{{cwd}}": a committed fixture, an expected
 // file), or an event-read result (a string starting "Session "). One pass
@@ -1045,15 +1080,64 @@ static int whole_line(const char *s, size_t from, size_t to)
         }
     }
 #endif
-    if (find(s, i, to, "{{cwd}}", 7)) return 1;
-    for (const char *m = s + i; (m = find(s, (size_t)(m - s), to, "Session ", 8)); m++)
-        if (m > s + from && m[-1] == '"') return 1;
-    return 0;
+    return marks_from(s, from, i, to);
 }
+
+#ifdef AS_NORM_AVX2
+// line_prep in one pass, 32 bytes at a time: the whole-line marks and the
+// trigger bytes together. A mark anywhere makes the line full, whatever
+// was found before it; a hit may consume bytes after it (skip), which are
+// still searched for marks.
+__attribute__((target("avx2")))
+static void line_prep_avx2(as_norm *n, const char *s, size_t from, size_t to)
+{
+    __m256i t[8];
+    for (int k = 0; k < n->ntb; k++) t[k] = _mm256_set1_epi8((char)n->tb[k]);
+    const __m256i lb = _mm256_set1_epi8('{'), cS = _mm256_set1_epi8('S'), ce = _mm256_set1_epi8('e');
+    size_t i = from, skip = from;
+    for (; i + 33 <= to; i += 32) {   // reads s[i, i + 33)
+        __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(s + i));
+        __m256i w = _mm256_loadu_si256((const __m256i *)(const void *)(s + i + 1));
+        __m256i mark = _mm256_or_si256(_mm256_and_si256(_mm256_cmpeq_epi8(v, lb), _mm256_cmpeq_epi8(w, lb)),
+                                       _mm256_and_si256(_mm256_cmpeq_epi8(v, cS), _mm256_cmpeq_epi8(w, ce)));
+        for (unsigned k = (unsigned)_mm256_movemask_epi8(mark); k; k &= k - 1) {
+            size_t p = i + (size_t)__builtin_ctz(k);
+            if (s[p] == '{' ? starts(s, p, to, "{{cwd}}", 7) : p > from && s[p - 1] == '"' && starts(s, p, to, "Session ", 8)) {
+                n->full = 1;
+                return;
+            }
+        }
+        __m256i m = _mm256_cmpeq_epi8(v, t[0]);
+        for (int k = 1; k < n->ntb; k++) m = _mm256_or_si256(m, _mm256_cmpeq_epi8(v, t[k]));
+        for (unsigned k = (unsigned)_mm256_movemask_epi8(m); k; k &= k - 1) {
+            size_t p = i + (size_t)__builtin_ctz(k);
+            if (p < skip) continue;
+            size_t r = line_hit(n, s, p, to);
+            if (!r) return;   // (full)
+            skip = r;
+        }
+    }
+    if (marks_from(s, from, i, to)) { n->full = 1; return; }
+    for (i = i > skip ? i : skip; i < to;) {
+        unsigned c = n->trig[(unsigned char)s[i]];
+        if (!c || c == T_BRACE) { i++; continue; }
+        size_t r = line_hit(n, s, i, to);
+        if (!r) return;
+        i = r;
+    }
+}
+#endif
 
 static void line_prep(as_norm *n, const char *s, size_t from, size_t to)
 {
     n->ncand = 0;
+#ifdef AS_NORM_AVX2
+    if (n->ntb && !n->plain_ids && as_simd() >= AS_SIMD_AVX2) {
+        n->full = 0;
+        line_prep_avx2(n, s, from, to);
+        return;
+    }
+#endif
     n->full = n->plain_ids || whole_line(s, from, to);
     if (n->full) return;
     size_t i = from;

@@ -44,6 +44,25 @@ usage: scrub (--stdout | --session | --fixture) [options] [file...]"
 
 # ---------------------------------------------------------------- cwd spellings
 
+@test "UUIDs: every byte of one changed in turn is tokenized exactly where the UUID pattern matches" {
+    # the oracle: jq's regex for the UUID rule, on the same strings
+    u=5410e361-ee95-448a-9712-34e65c65617f
+    : > in.jsonl
+    for ((i = 0; i < 36; i++)); do
+        for c in g G - 0 F A / ' ' x; do
+            for pre in '' a; do
+                printf '{"s":"%s%s"}\n' "$pre" "${u:0:i}$c${u:i+1}" >> in.jsonl
+            done
+        done
+    done
+    printf '{"s":"%s"}\n' "$u" "${u^^}" "a$u" "${u}ab" "${u:0:35}" "x${u:1}" >> in.jsonl
+    run -0 scrub --stdout in.jsonl
+    echo "$output" > got.jsonl
+    jq -c '.s |= gsub("[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"; "{{sessionId}}")' in.jsonl > want.jsonl
+    diff want.jsonl got.jsonl
+    [ "$(grep -c sessionId got.jsonl)" -gt 100 ]
+}
+
 @test "a path that merely shares a prefix with the cwd stays untouched" {
     frame '"/tmp/acp-snap-cwd-ab/x /tmp/acp-snap-cwd-abc/x /tmp/acp-snap-cwd-abc.bak /tmp/acp-snap-cwd-ab."' > in
     run -0 scrub --stdout --cwd /tmp/acp-snap-cwd-ab in

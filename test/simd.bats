@@ -229,6 +229,23 @@ scrub_filters() {
     each scrub --fixture "$1"
 }
 
+@test "every level: scrub finds what its rules touch at every offset of a line" {
+    mapfile -t ok < <(levels)
+    c=/tmp/acp-snap-cwd-x u=5410e361-ee95-448a-9712-34e65c65617f f=$BATS_TEST_TMPDIR/o.jsonl
+    pad=0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789
+    { for t in "$c/a" "$u" '/private{{cwd}}/y' 'Session x\n  \"time\": 123,\nend' 'x\u00e9 '"$c" 'x\/ '"$c" \
+               '\\'"$c" "-$u-" "$c $u {{cwd}}"; do
+          for ((k = 0; k < 70; k++)); do
+              echo "{\"jsonrpc\":\"2.0\",\"id\":$k,\"result\":{\"p\":\"${pad:0:k}\",\"t\":\"$t\",\"u\":\"$u\"}}"
+          done
+      done; } > "$f"
+    jq -e . "$f" > /dev/null
+    run -0 scrub --stdout --cwd "$c" "$f"
+    [[ "$output" == *'{{cwd}}/a'* && "$output" == *'"t":"{{cwd}}/y"'* ]]
+    o_filters() { each scrub --stdout --cwd "$c" "$1"; each scrub --session --cwd "$c" "$1"; }
+    same_on_levels o_filters "$f"
+}
+
 @test "every level: scrub normalizes member lines as the walk over their tokens does" {
     mapfile -t ok < <(levels)
     c=/tmp/acp-snap-cwd-x u=5410e361-ee95-448a-9712-34e65c65617f f=$BATS_TEST_TMPDIR/m.jsonl i=0

@@ -315,9 +315,9 @@ int as_event_member(const as_event *ev, as_member *m);
 // come without tokens, ev->j NULL.
 void as_sess_lazy(as_sess *s);
 // As as_sess_lazy, for a caller that also reads no other event below its
-// root (it packs, projects or copies events): such an event's tokens may be
-// shallow (as_json_parse_shallow). Packed rows and assistant/chunk events
-// keep all theirs.
+// root (it packs, projects, copies or derives): such an event's tokens may
+// be shallow (as_json_parse_shallow). Packed rows, assistant/chunk and
+// compaction/summary events keep all theirs.
 void as_sess_shallow(as_sess *s);
 // Decoders opened from now on match member lines and packed rows to their
 // layouts (on, the default) or scan every line (off, as at

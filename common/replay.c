@@ -694,7 +694,7 @@ size_t as_replay_derive(as_sess *s, int skip_seed, as_replay_emit_fn emit, void 
     as_buf key = {0};
     as_event ev;
     as_member m;
-    as_sess_lazy(s);   // a member comes as its parts (as_event_member)
+    as_sess_shallow(s);   // a member comes as its parts (as_event_member); other events are read at their root
     while (as_sess_next(s, &ev)) {
         if (skip > 0) { skip--; continue; }
         const as_json *j = ev.j;

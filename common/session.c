@@ -753,11 +753,13 @@ static void member_event(as_sess *s, as_event *ev, const char *line, size_t len,
 }
 
 // 1 for the types whose events are read below their root: packed rows
-// (start_row) and chunk events (the packer's chunk_fields).
+// (start_row), chunk events (the packer's chunk_fields, the deriver) and
+// compaction summaries (the deriver).
 static int deep_type(const as_json *j, int ty)
 {
     return AS_TOK_IS(j, ty, "assistant/chunk") || AS_TOK_IS(j, ty, "text-chunks")
-           || AS_TOK_IS(j, ty, "reasoning-chunks") || AS_TOK_IS(j, ty, "tool-call-chunks");
+           || AS_TOK_IS(j, ty, "reasoning-chunks") || AS_TOK_IS(j, ty, "tool-call-chunks")
+           || AS_TOK_IS(j, ty, "compaction/summary");
 }
 
 // 1 when a line starts as an event of such a type does.
@@ -766,7 +768,7 @@ static int deep_start(const char *s, size_t n)
     const char *q = s, *e = s + n;
     if (!LIT(&q, e, "{\"type\":\"")) return 0;
     return LIT(&q, e, "assistant/chunk\"") || LIT(&q, e, "text-chunks\"") || LIT(&q, e, "reasoning-chunks\"")
-           || LIT(&q, e, "tool-call-chunks\"");
+           || LIT(&q, e, "tool-call-chunks\"") || LIT(&q, e, "compaction/summary\"");
 }
 
 int as_sess_next(as_sess *s, as_event *ev)

@@ -38,6 +38,17 @@ setup() {
     [[ "$stderr" == *'usage: replay-derive [-cS] [-o FILE] [session.jsonl]' ]]
 }
 
+@test "an event type spelled with escapes derives as the plain spelling does" {
+    f=$CORPUS/acp-agent/raw/text-turn/session.jsonl
+    sed 's|{"type":"assistant/chunk"|{"type":"assistant\\/chunk"|' "$f" > "$BATS_TEST_TMPDIR/esc.jsonl"
+    [ "$(grep -c 'assistant\\/chunk' "$BATS_TEST_TMPDIR/esc.jsonl")" -gt 2 ]
+    run -0 replay-derive "$f"
+    want=$output
+    run -0 replay-derive "$BATS_TEST_TMPDIR/esc.jsonl"
+    [ "$output" = "$want" ]
+    [ -n "$want" ]
+}
+
 @test "header-only log gives an empty script" {
     echo "$HDR" > empty.jsonl
     run -0 --separate-stderr replay-derive empty.jsonl

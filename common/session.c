@@ -539,18 +539,60 @@ MINLINE int lit_at(const char **q, const char *e, const char *lit, size_t n)
     return 1;
 }
 
+// Eight bytes at p as a little-endian word.
+MINLINE uint64_t load8(const char *p)
+{
+    uint64_t x;
+    memcpy(&x, p, 8);
+    return x;
+}
+
+// How many of the eight bytes at p are decimal digits before the first
+// that is not (SWAR: a byte is a digit when its high nibble is 3 and
+// adding 6 keeps it so).
+MINLINE size_t digits8(const char *p)
+{
+    const uint64_t hi = 0xf0f0f0f0f0f0f0f0ULL, three = 0x3030303030303030ULL;
+    uint64_t x = load8(p);
+    uint64_t nd = ((x & hi) ^ three) | (((x + 0x0606060606060606ULL) & hi) ^ three);
+    uint64_t top = (((nd & 0x7f7f7f7f7f7f7f7fULL) + 0x7f7f7f7f7f7f7f7fULL) | nd) & 0x8080808080808080ULL;
+    return top ? (size_t)__builtin_ctzll(top) >> 3 : 8;
+}
+
+static const uint64_t pow10[8] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000};
+
+// The value of the n (1 to 8) decimal digits at p (eight bytes readable):
+// the digits moved up behind leading zeros, then combined in pairs, fours
+// and eights.
+MINLINE uint64_t value8(const char *p, size_t n)
+{
+    unsigned sh = 8 * (8 - (unsigned)n);
+    uint64_t x = n == 8 ? load8(p) : load8(p) & ((1ULL << (8 * n)) - 1);
+    x = (x << sh) - (0x3030303030303030ULL << sh);
+    x = (x * 10 + (x >> 8)) & 0x00ff00ff00ff00ffULL;
+    x = (x * 100 + (x >> 16)) & 0x0000ffff0000ffffULL;
+    return (x * 10000 + (x >> 32)) & 0xffffffffULL;
+}
+
 // A plain non-negative integer of at most 15 digits (so a safe integer) at
 // *q, without a leading zero: its span and, with v, its value.
 MINLINE int uint_at(const char **q, const char *e, bspan *sp, int64_t *v)
 {
     const char *d = *q;
+    size_t n = 0;
     int64_t u = 0;
-    while (d < e && d - *q < 16 && (unsigned)(*d - '0') < 10) u = u * 10 + (*d++ - '0');
-    size_t n = (size_t)(d - *q);
-    if (!n || n > 15 || (n > 1 && **q == '0')) return 0;
-    *sp = (bspan){*q, n};
+    if (e - d >= 16) {          // eight bytes at a time
+        n = digits8(d);
+        if (n == 8) n += digits8(d + 8);
+        if (v && n && n <= 15)
+            u = n > 8 ? (int64_t)(value8(d, 8) * pow10[n - 8] + value8(d + 8, n - 8)) : (int64_t)value8(d, n);
+    } else {
+        while (d + n < e && n < 16 && (unsigned)(d[n] - '0') < 10) u = u * 10 + (d[n++] - '0');
+    }
+    if (!n || n > 15 || (n > 1 && *d == '0')) return 0;
+    *sp = (bspan){d, n};
     if (v) *v = u;
-    *q = d;
+    *q = d + n;
     return 1;
 }
 

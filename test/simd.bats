@@ -164,6 +164,28 @@ same_on_levels() {
     [ "$n" -ge 150 ]
 }
 
+@test "every level: member envelopes of every length of number read the same" {
+    mapfile -t ok < <(levels)
+    P='{"type":"assistant/chunk","seq":S,"time":T,"data":{"turn":1,"step":2,"chunk":{"type":"text-delta","index":0,"text":"hi"}}}'
+    f=$BATS_TEST_TMPDIR/num.jsonl
+    { printf '%s\n' "$HDR"
+      v=1
+      for ((d = 1; d <= 17; d++)); do
+          for k in 0 1 2 3; do
+              n=$(( (v * 7919 + k * 104729) % 1000000007 ))
+              t=$(printf '%s%017d' "$((k + 1))" "$n"); t=${t:0:d}
+              s=$(printf '%s%017d' "$((k + 2))" "$((n * 31))"); s=${s:0:d}
+              for g in 0 5 9; do   # a run of three: a row when the numbers are safe
+                  l=${P/S/$((10#$s + g / 4))}; printf '%s\n' "${l/T/$((10#$t + g))}"
+              done
+              v=$((v + 1))
+          done
+      done; } > "$f"
+    same_on_levels log_filters "$f"
+    run -0 jsonl-pack "$f"
+    [ "$(grep -c '"seq0"' <<< "$output")" -ge 56 ]
+}
+
 @test "every level: packed rows at and near the packer's layout decode, pack and fail as the scanner decides" {
     mapfile -t ok < <(levels)
     [[ " ${ok[*]} " == *" scalar "* ]]

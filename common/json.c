@@ -336,6 +336,18 @@ static inline size_t indexed_string(as_json *j, uint32_t i, const uint32_t *ix, 
     return ix[q] + 1;
 }
 
+// 1 when s[p, e) is an integer in JSON's spelling, -?(0|[1-9][0-9]*): a
+// number that ends at the next structural byte e needs no more checks.
+static inline int plain_int(const char *s, size_t p, size_t e)
+{
+    p += s[p] == '-';
+    if (p >= e) return 0;
+    if (s[p] == '0') return p + 1 == e;
+    for (; p < e; p++)
+        if ((unsigned)(s[p] - '0') > 9) return 0;
+    return 1;
+}
+
 // The string opening at the quote ix[*k], without a token: past its escapes
 // to its closing quote; returns the byte after it.
 static inline size_t skipped_string(const char *s, const uint32_t *ix, size_t *k)
@@ -385,7 +397,8 @@ value:
         if (literal(j, p, s[p] == 't' ? "true" : s[p] == 'f' ? "false" : "null", &p) || p != ix[k]) return -1;
         goto after;
     case '-': case '0': case '1': case '2': case '3': case '4': case '5': case '6': case '7': case '8': case '9':
-        if (number(j, p, &p) || p != ix[k]) return -1;
+        if (plain_int(s, p, ix[k])) p = ix[k];
+        else if (number(j, p, &p) || p != ix[k]) return -1;
         goto after;
     default:
         return -1;
@@ -465,8 +478,14 @@ value:
     case '"':
         p = indexed_string(j, push(j, AS_JSTR, p), ix, &k);
         goto after;
-    case 't': case 'f': case 'n':
     case '-': case '0': case '1': case '2': case '3': case '4': case '5': case '6': case '7': case '8': case '9':
+        if (plain_int(s, p, ix[k])) {
+            j->t[push(j, AS_JNUM, p)].end = ix[k];
+            p = ix[k];
+            goto after;
+        }
+        // fall through
+    case 't': case 'f': case 'n':
         // a scalar ends where the next structural byte is
         if (scalar_token(j, p, &p) || p != ix[k]) return -1;
         goto after;

@@ -91,9 +91,8 @@ static inline void classify_avx2(const uint8_t *p, as_blk *b)
 }
 
 __attribute__((target("avx512f,avx512bw")))
-static inline void classify_avx512(const uint8_t *p, as_blk *b)
+static inline void classify_avx512_v(__m512i v, as_blk *b)
 {
-    __m512i v = _mm512_loadu_si512((const void *)p);
     __m512i f = _mm512_or_si512(v, _mm512_set1_epi8(0x20));
     b->quote = _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8('"'));
     b->bslash = _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8('\\'));
@@ -102,6 +101,19 @@ static inline void classify_avx512(const uint8_t *p, as_blk *b)
     b->space = _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8(' '));
     b->ctrl = _mm512_cmplt_epu8_mask(v, _mm512_set1_epi8(0x20));
     b->hi = _mm512_movepi8_mask(v);
+}
+__attribute__((target("avx512f,avx512bw")))
+static inline void classify_avx512(const uint8_t *p, as_blk *b)
+{
+    classify_avx512_v(_mm512_loadu_si512((const void *)p), b);
+}
+
+// The last n (< 64) bytes of a line: a masked load, the bytes past them
+// read as 'a' (a byte of no class) without touching memory.
+__attribute__((target("avx512f,avx512bw")))
+static inline void classify_avx512_tail(const uint8_t *p, size_t n, as_blk *b)
+{
+    classify_avx512_v(_mm512_mask_loadu_epi8(_mm512_set1_epi8('a'), (__mmask64)((1ULL << n) - 1), (const void *)p), b);
 }
 
 // Carry-less multiplication by all ones: the running XOR of the bits.
@@ -189,7 +201,7 @@ typedef void (*classify_fn)(const uint8_t *, as_blk *);
 typedef uint64_t (*pxor_fn)(uint64_t);
 
 static inline __attribute__((always_inline)) long build_index(const uint8_t *s, size_t len, uint32_t *ix,
-                                                              classify_fn classify, pxor_fn pxor, int compress)
+                                                              classify_fn classify, pxor_fn pxor, int avx512)
 {
     uint64_t esc_carry = 0, in_carry = 0;
     size_t vpos = 0;    // UTF-8 is valid before here
@@ -199,6 +211,10 @@ static inline __attribute__((always_inline)) long build_index(const uint8_t *s, 
         as_blk b;
         if (len - base >= 64) {
             classify(s + base, &b);
+#ifdef AS_X86
+        } else if (avx512) {
+            classify_avx512_tail(s + base, len - base, &b);
+#endif
         } else {
             uint8_t tail[64];
             memset(tail, 'a', sizeof tail);     // a byte of no class
@@ -225,7 +241,7 @@ static inline __attribute__((always_inline)) long build_index(const uint8_t *s, 
         }
         uint64_t bits = (b.op & ~in) | q | (b.bslash & ~esc);
 #ifdef AS_X86
-        if (compress) {
+        if (avx512) {
             if (bits) w = positions_avx512(w, base, bits);
             continue;
         }

@@ -480,7 +480,8 @@ value:
         goto after;
     case '-': case '0': case '1': case '2': case '3': case '4': case '5': case '6': case '7': case '8': case '9':
         if (plain_int(s, p, ix[k])) {
-            j->t[push(j, AS_JNUM, p)].end = ix[k];
+            i = push(j, AS_JNUM, p);    // (apart: push may move j->t)
+            j->t[i].end = ix[k];
             p = ix[k];
             goto after;
         }

@@ -133,6 +133,26 @@ static void boundaries(void)
         }
 }
 
+// Long arrays of scalars, so that the token array grows (is moved) at
+// every kind of token: under ASan a write through a stale pointer shows.
+static void growth(void)
+{
+    static const char *const els[] = {"7", "-12", "0", "1.5", "true", "null", "\"s\"", "{}", "[]", "{\"a\":1}"};
+    as_buf b = {0};
+    for (size_t e = 0; e < sizeof els / sizeof *els; e++)
+        for (int n = 1; n < 300; n += 1 + n / 16) {
+            as_buf_reset(&b);
+            as_buf_putc(&b, '[');
+            for (int i = 0; i < n; i++) {
+                if (i) as_buf_putc(&b, ',');
+                as_buf_puts(&b, els[e]);
+            }
+            as_buf_puts(&b, "]");
+            one(b.p, b.n);
+        }
+    as_buf_free(&b);
+}
+
 static void file(const char *path)
 {
     as_in *in = as_in_open(path);
@@ -149,6 +169,7 @@ int main(int argc, char **argv)
     blocks();
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) with_mutations(cases[i], strlen(cases[i]), 1);
     boundaries();
+    growth();
     // deep nesting, at and past the limit
     {
         size_t d = 10001;

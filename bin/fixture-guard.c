@@ -13,9 +13,13 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static const char USAGE[] =
@@ -41,6 +45,8 @@ static const char USAGE[] =
     "                  default), a warning, or removed\n"
     "  -n, --no-lint   skip the secret and volatile lint of the fixtures\n"
     "  -L, --lint-only only the secret and volatile lint (and the table)\n"
+    "  -s, --serial    one process (a tree of 64 scenarios or more is otherwise\n"
+    "                  checked by two; the output is the same)\n"
     "  -d, --discover  find every .jsonl under ROOT whose first line is a session\n"
     "                  header and check that it is canonical and projected\n"
     "  -h, --help      this text\n"
@@ -195,7 +201,9 @@ static int private_cwd_line(void *ctx, const char *line, size_t len, long ln, in
     return 0;
 }
 
-// Whole-file layout of a fixture whose lines all read: projected and canonical.
+// Whole-file layout of a fixture whose lines all read: projected and
+// canonical. The codec's check compares with rd's text when rd holds the
+// whole file.
 static void fx_layout(const fxscan *x)
 {
     if (x->envelope) {
@@ -203,7 +211,8 @@ static void fx_layout(const fxscan *x)
         return;
     }
     long bad = 0;
-    int r = as_sess_check_soft(x->path, &bad);   // 2: malformed, the decoder said why
+    int r = rd.whole && rd.eof ? as_sess_check_text(x->path, rd.b.p, rd.b.n, &bad)
+                               : as_sess_check_soft(x->path, &bad);   // 2: malformed, the decoder said why
     if (r == 1)
         as_problem(&probs, x->path, bad, "not in the canonical packed layout from this line on; rewrite the fixture with jsonl-pack");
     else if (r == 2)
@@ -232,7 +241,8 @@ static int not_text(const char *path)
 // keeps them), no /private{{cwd}}, no UNKNOWN_TOOL results. Fills *info. The
 // file (name beneath directory dfd) is read once, whole, and its lines
 // scanned line by line (a second time for the cwd tokens when it has some:
-// no read when the file fits the window); then the codec's check reads it.
+// no read when the file fits the window); then the codec's check decodes it
+// and compares with what the window holds.
 static void check_fixture(int dfd, const char *name, const char *path, unsigned what, fxinfo *info)
 {
     static fxscan x;
@@ -246,8 +256,8 @@ static void check_fixture(int dfd, const char *name, const char *path, unsigned 
         as_lines_rewind(&rd);
         each_line(private_cwd_line, (void *)path);
     }
-    as_lines_close(&rd);
     if (r != FX_DROP && !x.structural) fx_layout(&x);
+    as_lines_close(&rd);
 }
 
 // ------------------------------------------------------------------ the table
@@ -868,6 +878,8 @@ static void staging_entry(const char *dir, const char *name, int kind, const as_
     free(p);
 }
 
+static int lint = 1;        // the secret and volatile lint (common/lint.c), --no-lint clears it
+
 // --unreferenced: what becomes of a snapshot directory the table does not name.
 enum { UNREF_REJECT, UNREF_WARN, UNREF_DELETE };
 static int unreferenced = UNREF_REJECT;
@@ -934,7 +946,163 @@ static void orphan_entry(const char *dir, const char *name, void *table)
     unreferenced_entry(dir, name, table);
 }
 
-// Every check of a snapshots directory against its table, in message order.
+// ------------------------------------------------------------ two processes
+//
+// A tree of many scenarios is checked by two processes. After the walk of
+// the snapshots directory a worker is forked: it lints the tree, then takes
+// scenarios from the last one back while this process takes them from the
+// first on, until the two meet. The worker's messages go to files in memory
+// (its lint's, and its checks' scenario by scenario), which this process
+// prints where one process would have printed them: the worker's checks
+// after its own, in table order, then the pins and sidecars, then the lint.
+// So the output is the same wherever they met; and when the worker dies
+// (exit 2), its messages up to its death come where the one process would
+// have died.
+
+enum { WORKER_MIN = 64 };      // fewer scenarios: not worth a fork
+static int serial;             // --serial: never fork
+
+typedef struct { off_t start, end; } segment;
+
+// What the worker leaves for this process, in shared memory.
+typedef struct {
+    uint64_t claim;            // [lo, hi), lo | hi << 32: the scenarios neither has taken
+    long lint_count, check_count;   // its problems
+    int linted;                // its lint finished (else it died in it)
+    size_t dying;              // 1 + the scenario it is checking, 0 none: where it died
+    segment seg[];             // a scenario's messages in its check file
+} shared;
+
+typedef struct {
+    pid_t pid;                 // 0: no worker
+    int lint_fd, check_fd;     // its messages
+    shared *sh;
+    size_t len;
+} worker;
+
+static void *shared_alloc(size_t len)
+{
+    void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) as_die(AS_TROUBLE, "out of memory");
+    return p;
+}
+
+// The next scenario to check, from the front or from the back; SIZE_MAX when
+// none is left.
+static size_t claim(shared *sh, int back)
+{
+    uint64_t c = __atomic_load_n(&sh->claim, __ATOMIC_ACQUIRE);
+    for (;;) {
+        uint64_t lo = c & 0xffffffff, hi = c >> 32;
+        if (lo >= hi) return SIZE_MAX;
+        uint64_t next = back ? lo | (hi - 1) << 32 : (lo + 1) | hi << 32;
+        if (__atomic_compare_exchange_n(&sh->claim, &c, next, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            return back ? hi - 1 : lo;
+    }
+}
+
+static off_t err_pos(void) { return lseek(2, 0, SEEK_CUR); }
+
+// The worker: messages to its files, the lint, then scenarios from the back.
+_Noreturn static void worker_run(const worker *w, pid_t parent, const char *dir, int dirfd, const as_table *t, scen *sv)
+{
+    shared *sh = w->sh;
+    prctl(PR_SET_PDEATHSIG, SIGKILL);   // this process died (exit 2): the worker goes too
+    if (getppid() != parent) _exit(AS_TROUBLE);
+    long before = probs.count;
+    if (lint) {
+        dup2(w->lint_fd, 2);
+        as_lint_tree(dir, t, &probs);
+    }
+    sh->lint_count = probs.count - before;
+    sh->linted = 1;
+    before = probs.count;
+    dup2(w->check_fd, 2);
+    for (size_t i; (i = claim(sh, 1)) != SIZE_MAX;) {
+        sh->seg[i].start = err_pos();
+        sh->dying = i + 1;
+        check_scenario(dir, dirfd, &sv[i]);
+        sh->dying = 0;
+        sh->seg[i].end = err_pos();
+    }
+    sh->check_count = probs.count - before;
+    _exit(0);
+}
+
+static void worker_free(worker *w)
+{
+    if (w->lint_fd >= 0) close(w->lint_fd);
+    if (w->check_fd >= 0) close(w->check_fd);
+    if (w->sh) munmap(w->sh, w->len);
+    *w = (worker){0, -1, -1, NULL, 0};
+}
+
+// Forks a worker for the scenarios of t when they are many; w->pid 0 when
+// not (a failed fork too: one process gives the same output).
+static void worker_start(worker *w, const char *dir, int dirfd, const as_table *t, scen *sv)
+{
+    *w = (worker){0, -1, -1, NULL, 0};
+    if (serial || t->n < WORKER_MIN) return;
+    w->len = sizeof *w->sh + t->n * sizeof w->sh->seg[0];
+    w->sh = shared_alloc(w->len);
+    w->sh->claim = (uint64_t)t->n << 32;
+    w->lint_fd = memfd_create("fixture-guard-lint", MFD_CLOEXEC);
+    w->check_fd = memfd_create("fixture-guard-check", MFD_CLOEXEC);
+    fflush(stdout);
+    pid_t parent = getpid();
+    if (w->lint_fd < 0 || w->check_fd < 0 || (w->pid = fork()) < 0) { worker_free(w); return; }
+    if (w->pid == 0) worker_run(w, parent, dir, dirfd, t, sv);
+}
+
+// Copies [from, to) of the worker's file fd to standard error (to -1: its end).
+static void copy_out(int fd, off_t from, off_t to)
+{
+    char buf[65536];
+    fflush(stderr);
+    while (to < 0 || from < to) {
+        size_t want = to < 0 || to - from > (off_t)sizeof buf ? sizeof buf : (size_t)(to - from);
+        ssize_t got = pread(fd, buf, want, from);
+        if (got < 0) as_die_sys("read the worker's messages");
+        if (got == 0) break;
+        for (ssize_t k = 0, put; k < got; k += put)
+            if ((put = write(2, buf + k, (size_t)(got - k))) <= 0) return;   // as stderr drops what it cannot write
+        from += got;
+    }
+}
+
+// Once this process has no scenario left: waits for the worker, prints its
+// checks' messages in table order, or up to where it died, and dies so.
+static void worker_checks(worker *w, size_t n)
+{
+    int st;
+    while (waitpid(w->pid, &st, 0) < 0)
+        if (errno != EINTR) as_die_sys("wait for the worker");
+    if (!WIFEXITED(st)) as_die(AS_TROUBLE, "internal error: the worker was killed by signal %d", WTERMSIG(st));
+    shared *sh = w->sh;
+    size_t first = sh->claim & 0xffffffff;   // where the two met
+    for (size_t i = first; i < n; i++) {
+        if (WEXITSTATUS(st) && sh->dying == i + 1) {
+            copy_out(w->check_fd, sh->seg[i].start, -1);
+            exit(WEXITSTATUS(st));
+        }
+        copy_out(w->check_fd, sh->seg[i].start, sh->seg[i].end);
+    }
+    if (WEXITSTATUS(st) && sh->linted) as_die(AS_TROUBLE, "internal error: the worker failed (exit %d)", WEXITSTATUS(st));
+    probs.count += sh->check_count;
+}
+
+// The worker's lint: its messages, or those up to where it died, and dying so.
+static void worker_lint(worker *w)
+{
+    copy_out(w->lint_fd, 0, -1);
+    if (!w->sh->linted) exit(AS_TROUBLE);
+    probs.count += w->sh->lint_count;
+}
+
+// ------------------------------------------------------------ one DIR, checked
+
+// Every check of a snapshots directory against its table, in message order,
+// then the lint (when lint is set).
 static void check_dir(const char *dir, const as_table *t, scen *sv)
 {
     owned *ov = calloc(t->n + 1, sizeof *ov);
@@ -942,7 +1110,14 @@ static void check_dir(const char *dir, const as_table *t, scen *sv)
     each_entry(dir, orphan_entry, (void *)t);
     int dirfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);   // no read permission needed
     if (dirfd < 0) as_die_sys("open directory %s", dir);
-    for (size_t i = 0; i < t->n; i++) check_scenario(dir, dirfd, &sv[i]);
+    worker w;
+    worker_start(&w, dir, dirfd, t, sv);
+    if (w.pid) {
+        for (size_t i; (i = claim(w.sh, 0)) != SIZE_MAX;) check_scenario(dir, dirfd, &sv[i]);
+        worker_checks(&w, t->n);
+    } else {
+        for (size_t i = 0; i < t->n; i++) check_scenario(dir, dirfd, &sv[i]);
+    }
     close(dirfd);
     check_owned(dir, sv, ov, t->n);
     for (size_t i = 0; i < t->n; i++)
@@ -950,6 +1125,9 @@ static void check_dir(const char *dir, const as_table *t, scen *sv)
     for (size_t i = 0; i < t->n; i++) check_children(dir, sv, ov, i);
     for (size_t i = 0; i < t->n; i++) { as_buf_free(&ov[i].prompt); as_buf_free(&ov[i].schemas); }
     free(ov);
+    if (w.pid && lint) worker_lint(&w);
+    else if (lint) as_lint_tree(dir, t, &probs);
+    worker_free(&w);
 }
 
 enum { G_CHECK, G_LIST, G_TABLE, G_ROWS, G_LINT };
@@ -977,7 +1155,6 @@ static void rows_dir(const as_table *t)
     as_out_close(o);
     as_buf_free(&b);
 }
-static int lint = 1;        // the secret and volatile lint (common/lint.c), --no-lint clears it
 
 static int guard_dir(const char *arg, void *ctx)
 {
@@ -988,8 +1165,9 @@ static int guard_dir(const char *arg, void *ctx)
     long before = probs.count;
     as_table t;
     as_table_load(tpath, &t, as_problem_report, &probs);
-    scen *sv = calloc(t.n + 1, sizeof *sv);
-    if (!sv) as_die(AS_TROUBLE, "out of memory");
+    // shared: a worker process fills the rows it checks (check_dir)
+    size_t svlen = (t.n + 1) * sizeof(scen);
+    scen *sv = shared_alloc(svlen);
     probs.quiet = mode == G_LIST || mode == G_LINT;   // --lint-only: the pin rules are not its business
     check_classes(&t, sv);
     probs.quiet = 0;
@@ -997,8 +1175,8 @@ static int guard_dir(const char *arg, void *ctx)
     else if (mode == G_TABLE || mode == G_ROWS) table_links(dir, &t);
     if (mode == G_ROWS && probs.count == before) rows_dir(&t);
     else if (mode == G_CHECK) check_dir(dir, &t, sv);
-    if ((mode == G_CHECK && lint) || mode == G_LINT) as_lint_tree(dir, &t, &probs);
-    free(sv);
+    if (mode == G_LINT) as_lint_tree(dir, &t, &probs);
+    munmap(sv, svlen);
     as_table_free(&t);
     free(tpath);
     free(dir);
@@ -1059,12 +1237,12 @@ int main(int argc, char **argv)
         {"list", no_argument, 0, 'l'}, {"table", no_argument, 0, 't'}, {"rows", no_argument, 0, 'r'},
         {"discover", no_argument, 0, 'd'},
         {"unreferenced", required_argument, 0, 'u'},
-        {"no-lint", no_argument, 0, 'n'}, {"lint-only", no_argument, 0, 'L'},
+        {"no-lint", no_argument, 0, 'n'}, {"lint-only", no_argument, 0, 'L'}, {"serial", no_argument, 0, 's'},
         {"help", no_argument, 0, 'h'}, {"version", no_argument, 0, 'V'}, {0, 0, 0, 0},
     };
     int mode = G_CHECK, disc = 0, c;
     as_setprog(argv[0]);
-    while ((c = getopt_long(argc, argv, "ltrdnLhV", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "ltrdnLshV", opts, NULL)) != -1) {
         switch (c) {
         case 'l': if (mode != G_CHECK) as_usage_exit(USAGE, AS_TROUBLE); mode = G_LIST; break;
         case 't': if (mode != G_CHECK) as_usage_exit(USAGE, AS_TROUBLE); mode = G_TABLE; break;
@@ -1072,6 +1250,7 @@ int main(int argc, char **argv)
         case 'd': disc = 1; break;
         case 'u': unreferenced = unreferenced_arg(optarg); break;
         case 'n': lint = 0; break;
+        case 's': serial = 1; break;
         case 'L': if (mode != G_CHECK) as_usage_exit(USAGE, AS_TROUBLE); mode = G_LINT; break;
         case 'h': as_usage_exit(USAGE, 0);
         case 'V': as_version_exit();

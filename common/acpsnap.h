@@ -355,6 +355,10 @@ int as_sess_check(const char *path, long *badline);
 // As as_sess_check, but malformed input is not fatal: its message is printed
 // (house format) and 2 is returned, so a guard can go on to the next file.
 int as_sess_check_soft(const char *path, long *badline);
+// As as_sess_check_soft, for a plain-text log whose bytes the caller holds:
+// text[0, n), path's bytes as read. The decoded lines are compared with the
+// text in place, not queued (no copy of any line).
+int as_sess_check_text(const char *path, const char *text, size_t n, long *badline);
 
 // ---------------------------------------------------------------- loop.c
 // Runs fn over each file argument (or stdin when none), returns the worst status.

@@ -5,6 +5,7 @@
 #include "lint.h"
 #include "confine.h"
 #include "fsat.h"
+#include "simd.h"
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -13,7 +14,9 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#ifdef __SSE2__
+#ifdef __x86_64__
+#include <immintrin.h>
+#elif defined(__SSE2__)
 #include <emmintrin.h>
 #endif
 
@@ -97,6 +100,9 @@ typedef struct {
     size_t count;
     size_t last;       // end of the last hit: nothing before it is reported again
     size_t dt_end;     // (session) the end of the "dt" array being read
+    size_t tb;         // (AVX-512) the triggers of the 64 bytes from tb: bit k for s[tb + k]
+    uint64_t tm;
+    int tset;          // tb and tm hold a block
 } scan;
 
 // Reports [off, off + len) unless a format place holds it; returns the end.
@@ -449,12 +455,81 @@ static size_t next_trigger(const char *s, size_t n, size_t i)
     return n;
 }
 
+#ifdef __x86_64__
+// The triggers among the 64 bytes from b (bytes past n count as none): the
+// rule of next_trigger, a bit a byte, byte b - 1 (none at b = 0) before the
+// first; and of those only the ones whose detector can find something from
+// the bytes after: a letter followed by what its test of c1 in as_lint_line
+// wants, a digit run of 4 or more (a shorter one is no timestamp nor epoch
+// time), a '-' that can open a UUID's second group or "-----BEGIN", a '/'
+// followed by the first letter of a path that path() knows. The others
+// would each be dispatched to find nothing.
+// The lanes of a 64-byte block from a that lie below n.
+static inline uint64_t below(size_t n, size_t a)
+{
+    return a >= n ? 0 : n - a >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << (n - a)) - 1;
+}
+
+__attribute__((target("avx512f,avx512bw")))
+static uint64_t triggers_avx512(const char *s, size_t n, size_t b)
+{
+#define EQ(v, ch) _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8(ch))
+#define DIGIT(v) _mm512_cmple_epu8_mask(_mm512_sub_epi8(v, c0), nine)
+#define AT(k) _mm512_maskz_loadu_epi8(below(n, b + (k)), s + b + (k))   // the bytes k on (0 past the end)
+    __mmask64 in = below(n, b);
+    const __m512i sp = _mm512_set1_epi8(0x20), c0 = _mm512_set1_epi8('0'), la = _mm512_set1_epi8('a');
+    const __m512i nine = _mm512_set1_epi8(9), l25 = _mm512_set1_epi8(25);
+    __m512i c = AT(0), a = AT(1), a5 = AT(5);
+    // the bytes before: lane 0 of the first block has none (masked off, never read)
+    __m512i p = _mm512_maskz_loadu_epi8(b ? in : in & ~(__mmask64)1, s + b - 1);
+    __m512i lo = _mm512_or_si512(c, sp), alo = _mm512_or_si512(a, sp);
+    __mmask64 digit = DIGIT(c) & DIGIT(a) & DIGIT(AT(2)) & DIGIT(AT(3));
+    __mmask64 up = EQ(alo, 'u') | EQ(alo, 'p');
+    __mmask64 letter = (EQ(lo, 'b') & EQ(alo, 'e')) | (EQ(lo, 'c') & EQ(a, ':'))
+                       | (EQ(c, 'a') & up) | (EQ(c, 'A') & (up | EQ(a, 'K') | EQ(a, 'S') | EQ(a, 'I')))
+                       | (EQ(lo, 'x') & EQ(a, '-')) | (EQ(c, 'x') & EQ(a, 'o'))
+                       | (EQ(c, 's') & EQ(a, 'k')) | (EQ(c, 'g') & (EQ(a, 'i') | EQ(a, 'h')));
+    __mmask64 always = (EQ(c, '-') & (EQ(a, '-') | EQ(a5, '-')))
+                       | (EQ(c, '/') & (EQ(a, 'h') | EQ(a, 'U') | EQ(a, 'r') | EQ(a, 't') | EQ(a, 'v') | EQ(a, 'p')))
+                       | EQ(c, '[');
+    __mmask64 pword = DIGIT(p) | _mm512_cmple_epu8_mask(_mm512_sub_epi8(_mm512_or_si512(p, sp), la), l25);
+    __mmask64 pesc = EQ(p, 'n') | EQ(p, 'r') | EQ(p, 't') | EQ(p, 'b') | EQ(p, 'f');
+    return (always | ((digit | letter) & ~(pword & ~pesc))) & in;
+#undef EQ
+#undef DIGIT
+#undef AT
+}
+
+// next_trigger over the masks of whole blocks: one block's mask serves
+// every trigger in it.
+static size_t next_trigger_avx512(scan *sc, size_t i)
+{
+    for (;;) {
+        if (!sc->tset || i - sc->tb >= 64) {
+            sc->tb = i;
+            sc->tm = triggers_avx512(sc->s, sc->n, i);
+            sc->tset = 1;
+        }
+        uint64_t m = sc->tm >> (i - sc->tb);
+        if (m) return i + (size_t)__builtin_ctzll(m);
+        i = sc->tb + 64;
+        if (i >= sc->n) return sc->n;
+    }
+}
+#endif
+
 size_t as_lint_line(const char *s, size_t n, unsigned flags, as_lint_fn fn, void *ctx)
 {
+    static int avx512 = -1;
     if (!byte_class['/']) classes_init();
-    scan sc = { s, n, flags, fn, ctx, 0, 0, 0 };
+    if (avx512 < 0) avx512 = as_simd() == AS_SIMD_AVX512;
+    scan sc = { s, n, flags, fn, ctx, 0, 0, 0, 0, 0, 0 };
     for (size_t i = 0; i < n;) {
+#ifdef __x86_64__
+        i = avx512 ? next_trigger_avx512(&sc, i) : next_trigger(s, n, i);
+#else
         i = next_trigger(s, n, i);
+#endif
         if (i == n) break;
         // every letter-keyed detector wants a word start: most letters are inside words
         if (is_alpha((unsigned char)s[i]) && i > 0 && is_alnum((unsigned char)s[i - 1]) && !esc_letter(s, i - 1)) { i++; continue; }

@@ -1208,14 +1208,48 @@ void as_packer_free(as_packer *p)
 }
 
 // ---------------------------------------------------------------- check
+//
+// pack(unpack(x)) is compared with x line by line as the packer emits:
+// with the source lines queued as they are decoded (copied: the reader's
+// line is gone by the time a run is flushed), or, when the caller holds the
+// file's text, with that text in place.
 
 typedef struct qline { char *p; size_t n; long line; struct qline *next; } qline;
-typedef struct { qline *head, *tail; long bad; } checkq;
+typedef struct {
+    qline *head, *tail;
+    long bad;
+    const char *at, *end;   // (text) the next source line to compare, the text's end; at NULL: queued
+    long atline, decoded;   // (text) its number; the last line decoded
+} checkq;
+
+// The next line of the text as the reader gives it (without the CR of a
+// CRLF end), or 0 when the decoder has not read it yet.
+static int text_line(const checkq *q, const char **p, size_t *n)
+{
+    if (q->atline > q->decoded) return 0;
+    const char *nl = memchr(q->at, '\n', (size_t)(q->end - q->at));
+    *p = q->at;
+    *n = (size_t)((nl ? nl : q->end) - q->at);
+    if (*n && q->at[*n - 1] == '\r') --*n;
+    return 1;
+}
+
+static void text_emit(checkq *q, const char *line, size_t len, long srcline)
+{
+    const char *p;
+    size_t n;
+    if (!text_line(q, &p, &n)) { q->bad = srcline; return; }
+    if (n != len || memcmp(p, line, len)) { q->bad = q->atline; return; }
+    const char *nl = memchr(q->at, '\n', (size_t)(q->end - q->at));
+    q->at = nl ? nl + 1 : q->end;
+    q->atline++;
+}
 
 static void check_emit(void *ctx, const char *line, size_t len, long srcline)
 {
     checkq *q = ctx;
     if (q->bad) return;
+    if (q->at) { text_emit(q, line, len, srcline); return; }
     qline *h = q->head;
     if (!h) { q->bad = srcline; return; }
     if (h->n != len || memcmp(h->p, line, len)) { q->bad = h->line; return; }
@@ -1239,32 +1273,50 @@ static void check_release(checkrun *c)
     c->s = NULL;
 }
 
-static int check(const char *path, long *badline, checkrun *c)
+// Source line ln (the decoder's current one) is now to be compared.
+static void check_queue(checkrun *c, long ln)
+{
+    if (c->q.at) { c->q.decoded = ln; return; }
+    const char *l;
+    size_t n;
+    as_sess_line(c->s, &l, &n);
+    qline *e = as_xmalloc(sizeof *e);
+    e->p = as_xmalloc(n ? n : 1);
+    memcpy(e->p, l, n);
+    e->n = n;
+    e->line = ln;
+    e->next = NULL;
+    if (c->q.tail) c->q.tail->next = e; else c->q.head = e;
+    c->q.tail = e;
+}
+
+// The check of path, compared with text[0, n) when text is set.
+static int check(const char *path, const char *text, size_t n, long *badline, checkrun *c)
 {
     c->s = as_sess_open(path);
-    as_sess_lazy(c->s);
+    as_sess_shallow(c->s);
     c->p = as_packer_new(AS_PACK_KEEP, check_emit, &c->q);
+    if (text) {   // line 1, the header, is no packer's business
+        const char *nl = memchr(text, '\n', n);
+        c->q.at = nl ? nl + 1 : text + n;
+        c->q.end = text + n;
+        c->q.atline = 2;
+        c->q.decoded = 1;
+    }
     as_event ev;
     long last = 1;
     while (!c->q.bad && as_sess_next(c->s, &ev)) {
-        if (ev.lineno != last) {   // queue each source line once
-            const char *l;
-            size_t n;
-            as_sess_line(c->s, &l, &n);
-            qline *e = as_xmalloc(sizeof *e);
-            e->p = as_xmalloc(n ? n : 1);
-            memcpy(e->p, l, n);
-            e->n = n;
-            e->line = ev.lineno;
-            e->next = NULL;
-            if (c->q.tail) c->q.tail->next = e; else c->q.head = e;
-            c->q.tail = e;
+        if (ev.lineno != last) {   // each source line once
+            check_queue(c, ev.lineno);
             last = ev.lineno;
         }
         as_packer_push(c->p, &ev);
     }
     if (!c->q.bad) as_packer_finish(c->p);
+    const char *p;
+    size_t pn;
     if (!c->q.bad && c->q.head) c->q.bad = c->q.head->line;
+    if (!c->q.bad && c->q.at && text_line(&c->q, &p, &pn)) c->q.bad = c->q.atline;
     *badline = c->q.bad;
     check_release(c);
     return *badline ? 1 : 0;
@@ -1273,13 +1325,13 @@ static int check(const char *path, long *badline, checkrun *c)
 int as_sess_check(const char *path, long *badline)
 {
     checkrun c = {0};
-    return check(path, badline, &c);
+    return check(path, NULL, 0, badline, &c);
 }
 
 static jmp_buf soft_back;
 static void soft_hook(int code) { longjmp(soft_back, 1); }
 
-int as_sess_check_soft(const char *path, long *badline)
+static int check_soft(const char *path, const char *text, size_t n, long *badline)
 {
     // The decoder reports malformed input by dying; catch that here and
     // release what the abandoned check held.
@@ -1294,9 +1346,16 @@ int as_sess_check_soft(const char *path, long *badline)
         return 2;
     }
     as_die_hook = soft_hook;
-    int r = check(path, badline, &c);
+    int r = check(path, text, n, badline, &c);
     as_die_hook = saved;
     return r;
+}
+
+int as_sess_check_soft(const char *path, long *badline) { return check_soft(path, NULL, 0, badline); }
+
+int as_sess_check_text(const char *path, const char *text, size_t n, long *badline)
+{
+    return check_soft(path, text, n, badline);
 }
 
 // ---------------------------------------------------------------- transcode

@@ -621,3 +621,61 @@ fixture-guard: s/no-model/stdout.expected.jsonl: missing; every scenario needs i
     assert_equal "$output" ""
     assert_equal "$stderr" 'fixture-guard: s/scenarios.jsonl:6: field "workspaceParent" "/etc" must be "$TMPDIR" or "$HOME", optionally followed by /<relative path>: it is not "$TMPDIR" or "$HOME"'
 }
+
+# ---------------------------------------------------------------- two processes
+
+# many_scenarios N: s holds N scenarios, copies of the suite's no-model one
+# (a tree of 64 or more is checked by two processes).
+many_scenarios() {
+    local i name
+    for ((i = 1; i <= $1; i++)); do
+        printf -v name 'm%03d' "$i"
+        cp -r s/no-model "s/$name"
+        jq -c --arg n "$name" 'select(.name == "no-model") | .name = $n' s/scenarios.jsonl >> s/scenarios.jsonl
+    done
+}
+
+@test "two processes: a broken tree of 200 scenarios reports as one process does, in table order" {
+    many_scenarios 200
+    rm s/m003/input.json s/m197/stdout.expected.jsonl        # a check near each end
+    printf '[1]\n' >> s/m100/stdout.expected.jsonl
+    printf '%s\n' '{"t":"ran in /home/alice/p"}' >> s/m002/stdout.expected.jsonl   # the lint's
+    printf '%s\n' '{"t":"ran in /home/alice/q"}' >> s/m199/stdout.expected.jsonl
+    printf 'x' >> s/pin-turn/system-prompt.expected.md       # the sidecars'
+    printf 'home m002/stdout.expected.jsonl:2\nkey nothing/here\n' > s/.acpsnap-allow
+    local want='fixture-guard: s/m003/input.json: missing; every scenario needs its drive script
+fixture-guard: s/m100/stdout.expected.jsonl:2: not a JSON object; stdout.expected.jsonl holds one normalized ACP frame per line
+fixture-guard: s/m197/stdout.expected.jsonl: missing; every scenario needs its expected stdout
+fixture-guard: s/pin-turn/system-prompt.expected.md: no final newline; regenerate it with sidecar-dedupe
+fixture-guard: s/m199/stdout.expected.jsonl:2:14: a home path (/home/alice/q) in a fixture; normalize it, or allow it in .acpsnap-allow
+fixture-guard: s/.acpsnap-allow:2: warning: stale allow entry: it allows nothing; remove it'
+    run -1 --separate-stderr fixture-guard --serial s
+    assert_equal "$stderr" "$want"
+    for k in 1 2 3; do   # wherever the two processes meet
+        run -1 --separate-stderr fixture-guard s
+        assert_equal "$stderr" "$want"
+    done
+    run -1 --separate-stderr fixture-guard --no-lint s
+    assert_equal "$stderr" "$(printf '%s\n' "$want" | head -4)"
+}
+
+@test "two processes: where one process would die, the output stops there" {
+    many_scenarios 100
+    printf '[1]\n' >> s/m002/stdout.expected.jsonl
+    printf '{"steps":[]}\0\n' > s/m090/input.json           # trouble late in the table
+    printf '[1]\n' >> s/m095/stdout.expected.jsonl
+    run -2 --separate-stderr fixture-guard s
+    assert_equal "$stderr" 'fixture-guard: s/m002/stdout.expected.jsonl:2: not a JSON object; stdout.expected.jsonl holds one normalized ACP frame per line
+fixture-guard: s/m090/input.json:1:13: not a text or zstd file (NUL byte at offset 12)'
+    run -2 --separate-stderr fixture-guard --serial s
+    assert_equal "$stderr" 'fixture-guard: s/m002/stdout.expected.jsonl:2: not a JSON object; stdout.expected.jsonl holds one normalized ACP frame per line
+fixture-guard: s/m090/input.json:1:13: not a text or zstd file (NUL byte at offset 12)'
+    # trouble in the lint comes after every check
+    rm s/m090/input.json
+    printf '\x28\xb5\x2f\xfdbad\n' > s/m050/replay.override.json
+    run -2 --separate-stderr fixture-guard s
+    local two=$stderr
+    run -2 --separate-stderr fixture-guard --serial s
+    assert_equal "$two" "$stderr"
+    assert_equal "$(printf '%s\n' "$stderr" | tail -1 | cut -d: -f2)" ' s/m050/replay.override.json'
+}

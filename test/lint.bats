@@ -247,3 +247,22 @@ tree_sum() { find s -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum; }
     assert_output upper
     ACPSNAP_PROVIDER_KEY=replay-serve DEEPSEEK_API_KEY=short run -1 key_files raw
 }
+
+# ---------------------------------------------------------------- instruction sets
+
+@test "lint: every SIMD level finds the same, hits at each offset across a 64-byte block" {
+    # the scan looks at up to five bytes after a trigger and one before: a
+    # line of every finding kind, shifted through two block boundaries
+    local k pad='' f=s/text-turn/stdout.expected.jsonl l out want=
+    for ((k = 0; k < 70; k++)); do
+        printf '{"t":"%s 12345678-1234-1234-1234-123456789abc /home/al/x 1700000000123 2024-01-02T03:04:05Z %s Bearer abcdefgh12345678 /tmp/q"}\n' "$pad" "$KEY" >> "$f"
+        pad+=x
+    done
+    for l in avx512 avx2 sse2 scalar; do
+        printf '%s\n' '{"type":"session"}' | ACPSNAP_SIMD=$l jsonl-project >/dev/null 2>&1 || continue   # a level this CPU lacks
+        run -1 --separate-stderr env ACPSNAP_SIMD=$l fixture-guard --lint-only s
+        [ -n "$want" ] || want=$stderr
+        assert_equal "$stderr" "$want"
+    done
+    assert_equal "$(printf '%s\n' "$want" | wc -l)" 490
+}

@@ -156,12 +156,17 @@ static int fx_line(void *ctx, const char *line, size_t len, long ln, int has_lf)
     if (!has_lf) { as_problem(&probs, x->path, ln, "no final newline; end the last record with LF"); x->structural = 1; }
     if (len && line[len - 1] == '\r') return fx_broken(x, ln, "CR-LF line ending; fixtures use LF only");
     if (len == 0) return fx_broken(x, ln, "blank line; a fixture holds one JSON record per line");
-    if (as_json_parse(&x->j, line, len) < 0) {
+    // the root's members serve, but for the records whose content is checked
+    if (as_json_parse_shallow(&x->j, line, len) < 0) {
         as_problem(&probs, x->path, ln, "invalid JSON at column %ld: %s", as_json_errcol(&x->j), x->j.err);
         x->structural = 1;
         return FX_STOP;
     }
     int ty = as_json_get(&x->j, 0, "type");
+    if ((x->what & FX_CONTENT) && (AS_TOK_IS(&x->j, ty, "request/header") || AS_TOK_IS(&x->j, ty, "tool/result"))) {
+        as_json_parse(&x->j, line, len);
+        ty = as_json_get(&x->j, 0, "type");
+    }
     if (ln == 1) {
         if (AS_TOK_IS(&x->j, ty, "session")) { x->info->ok = 1; return FX_NEXT; }
         as_problem(&probs, x->path, 1, "line 1 is not a session header ({\"type\":\"session\",...}); a session fixture starts with one");

@@ -518,9 +518,11 @@ static size_t next_trigger_avx512(scan *sc, size_t i)
 }
 #endif
 
+static int avx512 = -1;   // the AVX-512 trigger scan: -1 undecided (as_simd decides)
+void as_lint_simd(int on) { avx512 = on ? -1 : 0; }
+
 size_t as_lint_line(const char *s, size_t n, unsigned flags, as_lint_fn fn, void *ctx)
 {
-    static int avx512 = -1;
     if (!byte_class['/']) classes_init();
     if (avx512 < 0) avx512 = as_simd() == AS_SIMD_AVX512;
     scan sc = { s, n, flags, fn, ctx, 0, 0, 0, 0, 0, 0 };

@@ -48,6 +48,9 @@ enum {
 // fn(ctx, hit) for each hit, in column order. Returns the number of hits.
 typedef void (*as_lint_fn)(void *ctx, const as_lint_hit *hit);
 size_t as_lint_line(const char *s, size_t n, unsigned flags, as_lint_fn fn, void *ctx);
+// The lint finds its trigger bytes a 64-byte block at a time where the CPU
+// runs AVX-512 (on, the default), or byte by byte (off): for tests.
+void as_lint_simd(int on);
 
 // ---------------------------------------------------------------- the allow-list
 // <snapshots>/.acpsnap-allow, one entry a line (fixture-guard(1), LINT):

@@ -13,7 +13,9 @@
 // on its input (scrub or sidecar-dedupe then says why).
 //
 // The normalizing runs in a forked child: the readers of common/ exit on
-// malformed input, and the run's own outcome is settled by then.
+// malformed input, and the run's own outcome is settled by then. It reads
+// only OUTDIR and the snapshots directory, so it runs while the parent
+// releases the run (the cwd, the sessions root and the spill root removed).
 #include "drive.h"
 #include "norm.h"
 #include "verify.h"
@@ -157,12 +159,13 @@ static int same(const run *r, const char *dir, int logs)
     return ok;
 }
 
-void compare_run(const run *r, const char *dir, int logs)
+pid_t compare_start(const run *r, const char *dir, int logs)
 {
-    const char *verdict = "unknown";
     fflush(NULL);
     pid_t pid = fork();
     if (pid == 0) {
+        // the spill root's lock is the run's to drop (release), not held on here
+        if (r->spill_fd >= 0) close(r->spill_fd);
         int nul = open("/dev/null", O_WRONLY);   // a reader's complaint is scrub's to make
         if (nul >= 0) dup2(nul, 2);
         if (!same(r, dir, logs)) _exit(1);
@@ -172,6 +175,12 @@ void compare_run(const run *r, const char *dir, int logs)
         long found = as_verify_run(r->outdir, r->snap_dir, r->name, NULL, &probs);
         _exit(probs.count ? 2 : found ? 1 : 0);
     }
+    return pid;
+}
+
+void compare_finish(const run *r, pid_t pid)
+{
+    const char *verdict = "unknown";
     int st;
     if (pid > 0) {
         while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}

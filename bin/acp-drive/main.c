@@ -214,9 +214,11 @@ static void cleanup(const run *r)
 }
 
 // An exit handler takes no argument: the run to clean up when a helper dies
-// (exit 2), until release() has done it (main's run is gone by exit time).
+// (exit 2), until release() has done it (main's run is gone by exit time);
+// only in this process, not in the compare child a reader may exit in.
 static const run *exiting;
-static void at_exit(void) { if (exiting) cleanup(exiting); }
+static pid_t exiting_pid;
+static void at_exit(void) { if (exiting && getpid() == exiting_pid) cleanup(exiting); }
 
 // Everything the run held, once the agent and replay-serve are gone.
 static void release(run *r, char **envp)
@@ -255,6 +257,7 @@ int main(int argc, char **argv)
     options(argc, argv, &o, &r);
     signal(SIGPIPE, SIG_IGN);
     exiting = &r;
+    exiting_pid = getpid();
     atexit(at_exit);
     catch_signals();
 
@@ -279,8 +282,9 @@ int main(int argc, char **argv)
     if (row && row->prepareWorkspace) r.t_prepare = as_now_ms() - t0;
     if (rc == AS_OK) rc = run_agent(&r, envp);
 
+    pid_t cmp = o.compare && rc == AS_OK ? compare_start(&r, argv[optind], o.compare == 2) : 0;
     release(&r, envp);
-    if (o.compare && rc == AS_OK) compare_run(&r, argv[optind], o.compare == 2);
+    if (cmp) compare_finish(&r, cmp);
     as_table_free(&table);
     free(script); free(o.env);
     return rc;

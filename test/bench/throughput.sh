@@ -24,7 +24,11 @@
 # Per filter row: MB/s and seconds, then its speed over each floor's speed on
 # the same bytes: cat, wc -l (a byte scan), zstd -d (decompressing the same
 # bytes, compressed beforehand at zstd's default level, untimed) and the
-# equivalent jq program. jq runs on a BENCH_JQ_MB slice of the same input and
+# equivalent jq program. The three floors of a row are timed in the same
+# rounds as its filter (filter, cat, wc -l, zstd -d, again), so that the
+# ratios hold on a machine whose speed drifts (a shared VM's can move by
+# half within minutes); the floor lines under the table are each file's
+# first timing. jq runs on a BENCH_JQ_MB slice of the same input and
 # its rate is scaled to the whole by bytes. Then peak RSS of every filter on
 # the BENCH_MB synthetic input and on a BENCH_BIG_MB stream through a fifo.
 # Prints and writes figures; never fails on speed (it fails when a filter
@@ -63,6 +67,28 @@ med_time() {
     printf '%s\n' "${ts[@]}" | awk '{ print $2 - $1 }' | sort -g | awk '{ a[NR] = $1 } END { printf "%.6f\n", a[int((NR + 1) / 2)] }'
 }
 # peak_rss CMD…: peak resident set of one run, KB
+# med_beside RUNS FILE CMD...: CMD on FILE, then cat, wc -l and zstd -d of
+# the same bytes, RUNS rounds in turn; the four medians. A floor timed in
+# the same rounds as the filter keeps the ratios honest on a machine whose
+# speed drifts from minute to minute (a shared VM).
+med_beside() {
+    local runs=$1 f=$2 i t0 t1 rc k
+    shift 2
+    local -a tf=() tc=() tw=() tz=()
+    for ((i = 0; i < runs; i++)); do
+        t0=$EPOCHREALTIME; rc=0; "$@" "$f" > /dev/null 2> "$T/err" || rc=$?; t1=$EPOCHREALTIME
+        [ "$rc" = 0 ] || { echo "bench: exit $rc: $* : $(head -c 300 "$T/err")" >&2; exit 1; }
+        tf+=("$t0 $t1")
+        t0=$EPOCHREALTIME; cat "$f" > /dev/null; t1=$EPOCHREALTIME; tc+=("$t0 $t1")
+        t0=$EPOCHREALTIME; wc -l "$f" > /dev/null; t1=$EPOCHREALTIME; tw+=("$t0 $t1")
+        t0=$EPOCHREALTIME; zstd -q -d -c "$f.zst" > /dev/null; t1=$EPOCHREALTIME; tz+=("$t0 $t1")
+    done
+    for k in tf tc tw tz; do
+        local -n a=$k
+        printf '%s\n' "${a[@]}" | awk '{ print $2 - $1 }' | sort -g | awk '{ a[NR] = $1 } END { printf "%.6f ", a[int((NR + 1) / 2)] }'
+    done
+    echo
+}
 peak_rss() {
     /usr/bin/time -f %M -o "$T/rss" "$@" > /dev/null 2> "$T/err" \
         || { echo "bench: failed: $* : $(head -c 300 "$T/err")" >&2; exit 1; }
@@ -143,9 +169,9 @@ for input in $INPUTS; do
          "$(mbs "$(bytes "$s")" 1) MB transcript; $(replay-derive --count "$p") model calls; every filter accepts them"
     for row in "${ROWS[@]}"; do
         IFS='|' read -r tool kind target jqlabel <<< "$row"; cmd_of "$tool"; jq_of "$jqlabel"; f=${!kind}
-        fl=$(floors "$f"); read -r tc tw tz <<< "$fl"
+        floors "$f" > /dev/null   # (the floor lines below; the ratios use the floors timed beside the filter)
         b=$(bytes "$f")
-        t=$(med_time "$RUNS" "${CMD[@]}" "$f")
+        read -r t tc tw tz <<< "$(med_beside "$RUNS" "$f" "${CMD[@]}")"
         sl=$(slice "$f")
         tj=$(med_time "$JQ_RUNS" "${JQ[@]}" "$sl")
         awk -v OFS='\t' -v inp="$input" -v tool="$tool" -v b="$b" -v t="$t" -v tc="$tc" -v tw="$tw" -v tz="$tz" \
@@ -163,6 +189,7 @@ done
 echo
 echo "Filter throughput: medians of $RUNS runs, all rows of an input in one run."
 echo "MB/s of the filter's input; xcat, xwc-l, xzstd-d, xjq = filter speed / floor speed on the same bytes"
+echo "(xcat, xwc-l, xzstd-d: each floor timed in the same rounds as the filter, between its runs)"
 echo "(xjq: jq on the first $JQ_MB MB of the same input, median of $JQ_RUNS runs, scaled by bytes)."
 printf '%-9s %-20s %7s %7s %8s %6s %6s %7s %7s  %-12s %-6s\n' input tool MB s MB/s xcat xwc-l xzstd-d xjq target ""
 cat "$T/table"

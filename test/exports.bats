@@ -7,8 +7,11 @@ load helpers/common
 
 # Exports only fuzz targets call, kept because a target needs them:
 # as_sess_form, the decoded form the codec target re-packs a log in;
-# as_sess_templates, which it turns off to compare with the scanner's path.
-FUZZ_ONLY="as_sess_form as_sess_templates"
+# as_sess_templates, which it turns off to compare with the scanner's path;
+# as_sess_row_tokens, a packed row's tokens it compares with a fresh scan;
+# as_lint_simd, which the lint target turns off to compare the block scan
+# of the triggers with the byte-by-byte one.
+FUZZ_ONLY="as_sess_form as_sess_templates as_sess_row_tokens as_lint_simd"
 
 @test "exports: every exported as_* symbol has a caller outside fuzz targets" {
     local obj=$ROOT/${ACPSNAP_BUILD:-build/rel}/obj

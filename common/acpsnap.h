@@ -47,6 +47,9 @@ _Noreturn void as_die_sys(const char *fmt, ...) __attribute__((format(printf, 1,
 // When set, called instead of exit() by the as_die* family (fuzz targets
 // longjmp out of it); it must not return.
 extern void (*as_die_hook)(int code);
+// For a caller that caught a fatal error through the hook and carries on
+// without freeing what the dead reader held: LeakSanitizer skips it at exit.
+void as_die_abandoned(void);
 void *as_xmalloc(size_t n);             // never NULL; dies on exhaustion
 void *as_xrealloc(void *p, size_t n);
 char *as_xstrdup(const char *s);
@@ -144,6 +147,8 @@ as_out *as_out_stdout(int zstd);
 as_out *as_out_atomic(const char *path, int zstd);
 void as_out_write(as_out *o, const void *p, size_t n);
 void as_out_line(as_out *o, const void *p, size_t n);   // p then LF, never split
+// a, b and c then LF, never split
+void as_out_line3(as_out *o, const void *a, size_t an, const void *b, size_t bn, const void *c, size_t cn);
 void as_out_frame(as_out *o);     // zstd: end the current frame (no-op when plain)
 void as_out_close(as_out *o);     // stdout writer: flush, end frame, check close; dies on error
 void as_out_commit(as_out *o);    // atomic writer: finish and rename; dies on error
@@ -277,6 +282,11 @@ typedef struct {
     // for the packer. Ignored unless member_of == json.
     const void *member_f;
     const char *member_of;
+    // Under as_sess_pieces, a projected plain line is not restored: json and
+    // len are its bytes as stored (no tokens: j is NULL), and the event is
+    // those bytes with ,"seq":<seq>,"time":0 inserted at env_at. 0: json is
+    // the whole event.
+    size_t env_at;
 } as_event;
 typedef struct as_sess as_sess;
 // Opens a session log. Reads and checks line 1 (an object whose "type" is
@@ -319,6 +329,9 @@ void as_sess_lazy(as_sess *s);
 // be shallow (as_json_parse_shallow). Packed rows, assistant/chunk and
 // compaction/summary events keep all theirs.
 void as_sess_shallow(as_sess *s);
+// For a writer of the events' bytes alone (jsonl-pack --unpack): shallow,
+// and a projected plain line is handed over unrestored (as_event.env_at).
+void as_sess_pieces(as_sess *s);
 // Decoders opened from now on match member lines and packed rows to their
 // layouts (on, the default) or scan every line (off, as at
 // ACPSNAP_SIMD=scalar): for tests.

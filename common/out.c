@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 #include <zstd.h>
@@ -101,6 +102,26 @@ static void pass(as_out *o, const void *p, size_t n)
     if (!n) return;
     if (o->zstd) z_run(o, p, n, ZSTD_e_continue);
     else fd_write(o, p, n);
+}
+
+// pass() of the k pieces of v in order: one writev(2) when plain, as long
+// as the descriptor takes it all (v is consumed).
+static void passv(as_out *o, struct iovec *v, int k)
+{
+    if (o->zstd) {
+        for (int i = 0; i < k; i++) pass(o, v[i].iov_base, v[i].iov_len);
+        return;
+    }
+    while (k && !o->broken) {
+        ssize_t w = writev(o->fd, v, k);
+        if (w < 0 && errno == EINTR) continue;
+        if (w < 0) {
+            if (fail(o)) return;
+            as_die_sys("write %s", o->path ? o->path : "standard output");
+        }
+        for (; k && (size_t)w >= v->iov_len; k--, v++) w -= (ssize_t)v->iov_len;
+        if (k) { v->iov_base = (char *)v->iov_base + w; v->iov_len -= (size_t)w; }
+    }
 }
 
 // Hands the buffered bytes on up to the last LF (all of them when `all`),
@@ -201,19 +222,33 @@ void as_out_write(as_out *o, const void *p, size_t n)
     o->n += n;
 }
 
-void as_out_line(as_out *o, const void *p, size_t n)
+// A line of up to three pieces, then LF, never split: in the buffer, or
+// (longer than it) straight through.
+static inline __attribute__((always_inline)) void put_line(as_out *o, const void *a, size_t an,
+                                                           const void *b, size_t bn, const void *c, size_t cn)
 {
+    size_t n = an + bn + cn;
     if (o->n + n + 1 > OUTSZ) flush(o, 0);
     if (o->n + n + 1 > OUTSZ) {   // a line longer than the buffer: straight through, with its LF
         flush(o, 1);
-        pass(o, p, n);
-        pass(o, "\n", 1);
+        struct iovec v[4] = {{(void *)a, an}, {(void *)b, bn}, {(void *)c, cn}, {"\n", 1}};
+        passv(o, v, 4);
         o->midline = 0;
         return;
     }
-    memcpy(o->buf + o->n, p, n);
-    o->buf[o->n + n] = '\n';
+    char *d = o->buf + o->n;
+    memcpy(d, a, an);
+    if (bn) memcpy(d + an, b, bn);
+    if (cn) memcpy(d + an + bn, c, cn);
+    d[n] = '\n';
     o->n += n + 1;
+}
+
+void as_out_line(as_out *o, const void *p, size_t n) { put_line(o, p, n, NULL, 0, NULL, 0); }
+
+void as_out_line3(as_out *o, const void *a, size_t an, const void *b, size_t bn, const void *c, size_t cn)
+{
+    put_line(o, a, an, b, bn, c, cn);
 }
 
 void as_out_frame(as_out *o)

@@ -40,6 +40,7 @@ struct as_sess {
     member_f mf;           // the fields of the last event, when it is a member (as_event.member_f)
     int lazy;              // as_sess_lazy: members need no tokens
     int shallow;           // as_sess_shallow: other events need their root's tokens only
+    int pieces;            // as_sess_pieces: projected lines are not restored
 };
 
 static const char *row_tag(int kind)
@@ -815,6 +816,7 @@ static int deep_start(const char *s, size_t n)
 
 int as_sess_next(as_sess *s, as_event *ev)
 {
+    ev->env_at = 0;
     if (s->row) { row_member(s, ev); return 1; }
     const char *line;
     size_t len;
@@ -871,6 +873,18 @@ int as_sess_next(as_sess *s, as_event *ev)
         ev->has_int_envelope = as_json_int(j, seq, &ev->seq) && as_json_int(j, time, &ev->time) && ev->seq >= 0;
         if (!ev->has_int_envelope) ev->seq = ev->time = 0;
         ev->projected = 0;
+    } else if (s->pieces) {
+        set_form(s, AS_FORM_PROJECTED);
+        uint32_t os = j->t[0].start;            // (white space around the root is not kept)
+        ev->json = line + os;
+        ev->len = j->t[0].end - os;
+        ev->env_at = j->t[ty].end - os;         // after the "type" member
+        ev->j = NULL;
+        ev->root_j = NULL;
+        ev->seq = s->nextseq;
+        ev->time = 0;
+        ev->has_int_envelope = 1;
+        ev->projected = 1;
     } else {
         set_form(s, AS_FORM_PROJECTED);
         restore_envelope(s, ty);
@@ -996,6 +1010,7 @@ void as_event_line(const as_event *ev, int projected, as_buf *out)
 
 void as_sess_lazy(as_sess *s) { s->lazy = 1; }
 void as_sess_shallow(as_sess *s) { s->lazy = s->shallow = 1; }
+void as_sess_pieces(as_sess *s) { s->lazy = s->shallow = s->pieces = 1; }
 
 int as_event_member(const as_event *ev, as_member *m)
 {
@@ -1368,7 +1383,8 @@ static void out_emit(void *ctx, const char *line, size_t len, long srcline)
 void as_sess_transcode(const char *path, as_out *o, int mode, int unpack)
 {
     as_sess *s = as_sess_open(path);
-    as_sess_shallow(s);
+    if (unpack) as_sess_pieces(s);
+    else as_sess_shallow(s);
     const char *h;
     size_t hn;
     as_sess_header(s, &h, &hn);
@@ -1376,7 +1392,16 @@ void as_sess_transcode(const char *path, as_out *o, int mode, int unpack)
     as_out_frame(o);
     as_event ev;
     if (unpack) {
-        while (as_sess_next(s, &ev)) as_out_line(o, ev.json, ev.len);
+        as_buf env = {0};
+        while (as_sess_next(s, &ev)) {
+            if (!ev.env_at) { as_out_line(o, ev.json, ev.len); continue; }
+            as_buf_reset(&env);   // (the envelope restore_envelope inserts)
+            as_buf_puts(&env, ",\"seq\":");
+            as_buf_puti(&env, ev.seq);
+            as_buf_puts(&env, ",\"time\":0");
+            as_out_line3(o, ev.json, ev.env_at, env.p, env.n, ev.json + ev.env_at, ev.len - ev.env_at);
+        }
+        as_buf_free(&env);
     } else {
         as_packer *p = as_packer_new(mode, out_emit, o);
         while (as_sess_next(s, &ev)) as_packer_push(p, &ev);

@@ -309,3 +309,17 @@ bad() {
     # and the restored events pack back to the same bytes
     jsonl-pack --unpack "$BATS_TEST_TMPDIR/p.jsonl" | jsonl-pack | jsonl-pack --unpack | cmp - <(jsonl-pack --unpack "$BATS_TEST_TMPDIR/p.jsonl")
 }
+
+@test "--unpack of projected lines longer than the output buffer: envelope inserted, one LF, plain and zstd" {
+    long=$(head -c 140000 /dev/zero | tr '\0' x)
+    { printf '%s\n' '{"type":"session","id":"f"}'
+      printf '{"type":"tool/result","data":"%s"}\n' "$long" "$long"
+      printf '{"type":"turn/end","data":{}}\n'; } > p.jsonl
+    { printf '%s\n' '{"type":"session","id":"f"}'
+      printf '{"type":"tool/result","seq":0,"time":0,"data":"%s"}\n' "$long"
+      printf '{"type":"tool/result","seq":1,"time":0,"data":"%s"}\n' "$long"
+      printf '{"type":"turn/end","seq":2,"time":0,"data":{}}\n'; } > want
+    jsonl-pack --unpack p.jsonl | cmp - want
+    jsonl-pack --unpack -z p.jsonl | zstd -dc | cmp - want
+    jsonl-pack --unpack p.jsonl | jsonl-project | cmp - p.jsonl
+}

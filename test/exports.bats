@@ -16,16 +16,17 @@ FUZZ_ONLY="as_sess_form as_sess_templates as_sess_row_tokens as_lint_simd"
 @test "exports: every exported as_* symbol has a caller outside fuzz targets" {
     local obj=$ROOT/${ACPSNAP_BUILD:-build/rel}/obj
     [ -d "$obj/common" ] || skip "no objects (run make first)"
-    local users=() o s u dead=()
-    mapfile -t users < <(find "$obj" -name '*.o' | LC_ALL=C sort)
+    local o s dead=()
+    # every object's undefined as_* symbols, read once: symbol → its users
+    # (an object that defines a symbol does not also leave it undefined)
+    local -A users=()
+    while read -r o s; do users[$s]+=" $o"; done < <(find "$obj" -name '*.o' -exec nm -A -u {} + |
+        awk '{sub(/:$/, "", $1)} $NF ~ /^as_/ {print $1, $NF}')
     for o in "$obj"/common/*.o; do
         local src=$ROOT/common/$(basename "$o" .o).c
         for s in $(nm -g --defined-only "$o" | awk '$3 ~ /^as_/ {print $3}'); do
             local used=0
-            for u in "${users[@]}"; do
-                [ "$u" = "$o" ] && continue
-                if nm -u "$u" | awk -v s="$s" '$2 == s {f=1} END {exit !f}'; then used=1; break; fi
-            done
+            [ -z "${users[$s]:-}" ] || used=1
             # uses in its own file: lines naming it that are neither its
             # definition (at column 0) nor a comment
             if [ $used = 0 ] && grep -nw -- "$s" "$src" | grep -vE '^[0-9]+:[A-Za-z_]' | grep -qvE '^[0-9]+:\s*//'; then used=1; fi

@@ -14,6 +14,8 @@ static int dying;
 int __lsan_is_turned_off(void);
 int __lsan_is_turned_off(void) { return dying; }
 
+void as_die_abandoned(void) { dying = 1; }
+
 static _Noreturn void leave(int code)
 {
     if (as_die_hook) as_die_hook(code);

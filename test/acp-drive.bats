@@ -430,6 +430,17 @@ echo: $root"
     sed -i 's/hello/HELLO/' snap/s/stdout.expected.jsonl
     run -0 acp-drive --compare stdout -p fake.profile -o out2 snap/s
     assert_equal "$(cat out2/compared)" differs
+    # a committed child log no reader takes: unknown, silently (scrub says
+    # why), in acp-drive's own process, which goes on to write the verdict
+    input '{"steps":[{"op":"initialize"},{"op":"newSession"},{"op":"prompt","text":"child: x"}]}'
+    run -0 acp-drive -p fake.profile -o out3 snap/s
+    scrub --stdout --context out3/run.json out3/stdout.raw.jsonl > snap/s/stdout.expected.jsonl
+    printf '{"type":\n' > snap/s/session.1.jsonl
+    run -0 --separate-stderr acp-drive --compare all -p fake.profile -o out2 snap/s
+    assert_equal "$(cat out2/compared)" unknown
+    assert_equal "$stderr" ''
+    run -0 acp-drive --compare stdout -p fake.profile -o out2 snap/s
+    assert_equal "$(cat out2/compared)" same
     run -2 --separate-stderr acp-drive --compare some -p fake.profile -o out2 snap/s
     assert_equal "$stderr" 'acp-drive: invalid --compare: some (stdout or all)'
     run -2 --separate-stderr acp-drive --record --compare all -p fake.profile -o out2 snap/s

@@ -12,10 +12,10 @@
 // (something differs or a check fails), or "unknown" when a reader gave up
 // on its input (scrub or sidecar-dedupe then says why).
 //
-// The normalizing runs in a forked child: the readers of common/ exit on
-// malformed input, and the run's own outcome is settled by then. It reads
-// only OUTDIR and the snapshots directory, so it runs while the parent
-// releases the run (the cwd, the sessions root and the spill root removed).
+// It runs in acp-drive's own process once the run is released: a new
+// process costs more than the comparison of a typical scenario. The readers
+// of common/ die on malformed input; here their death is caught
+// (as_die_hook), silenced (scrub says why) and read as "unknown".
 #include "drive.h"
 #include "norm.h"
 #include "verify.h"
@@ -24,15 +24,15 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
+#include <setjmp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 static void parse_object(as_json *j, const char *line, size_t len)
 {
-    if (as_json_parse(j, line, len) < 0 || j->t[0].type != AS_JOBJ) _exit(2);
+    if (as_json_parse(j, line, len) < 0 || j->t[0].type != AS_JOBJ) as_die(AS_TROUBLE, "not a JSON object");
 }
 
 // scrub --stdout with the context n.
@@ -44,7 +44,7 @@ static void norm_stdout(as_norm *n, const char *path, as_buf *out)
     size_t len;
     as_norm_reset_ids(n);
     while (as_in_line(in, &line, &len)) {
-        if (!len) _exit(2);
+        if (!len) as_die(AS_TROUBLE, "an empty line");
         parse_object(&j, line, len);
         as_norm_stdout_frame(n, &j, out);
         as_buf_putc(out, '\n');
@@ -120,7 +120,7 @@ static void free_names(char **v, size_t n)
     free(v);
 }
 
-// 1 when every compared pair is the same (the child's whole work).
+// 1 when every compared pair is the same.
 static int same(const run *r, const char *dir, int logs)
 {
     as_buf path = {0}, got = {0}, want = {0};
@@ -159,33 +159,38 @@ static int same(const run *r, const char *dir, int logs)
     return ok;
 }
 
-pid_t compare_start(const run *r, const char *dir, int logs)
+// The outcome when the comparison runs to its end: "same" also needs the
+// run's checks to pass.
+static const char *outcome(const run *r, const char *dir, int logs)
 {
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0) {
-        // the spill root's lock is the run's to drop (release), not held on here
-        if (r->spill_fd >= 0) close(r->spill_fd);
-        int nul = open("/dev/null", O_WRONLY);   // a reader's complaint is scrub's to make
-        if (nul >= 0) dup2(nul, 2);
-        if (!same(r, dir, logs)) _exit(1);
-        char *table = xasprintf("%s/scenarios.jsonl", r->snap_dir);
-        if (access(table, F_OK) < 0 && errno == ENOENT) _exit(0);   // no table: nothing to check against
-        as_problems probs = {0};   // (printed to /dev/null, counted)
-        long found = as_verify_run(r->outdir, r->snap_dir, r->name, NULL, &probs);
-        _exit(probs.count ? 2 : found ? 1 : 0);
-    }
-    return pid;
+    if (!same(r, dir, logs)) return "differs";
+    char *table = xasprintf("%s/scenarios.jsonl", r->snap_dir);
+    int none = access(table, F_OK) < 0 && errno == ENOENT;
+    free(table);
+    if (none) return "same";   // no table: nothing to check against
+    as_problems probs = {0};   // (printed to the silenced stderr, counted)
+    long found = as_verify_run(r->outdir, r->snap_dir, r->name, NULL, &probs);
+    return probs.count ? "unknown" : found ? "differs" : "same";
 }
 
-void compare_finish(const run *r, pid_t pid)
+static jmp_buf gave_up;
+static void give_up(int code) { (void)code; longjmp(gave_up, 1); }
+
+void compare(const run *r, const char *dir, int logs)
 {
-    const char *verdict = "unknown";
-    int st;
-    if (pid > 0) {
-        while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
-        if (WIFEXITED(st) && WEXITSTATUS(st) <= 1) verdict = WEXITSTATUS(st) ? "differs" : "same";
+    const char *volatile verdict = "unknown";
+    fflush(NULL);
+    int err = dup(2), nul = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    if (nul >= 0) { dup2(nul, 2); close(nul); }
+    void (*hook)(int) = as_die_hook;
+    if (!setjmp(gave_up)) {
+        as_die_hook = give_up;
+        verdict = outcome(r, dir, logs);
+    } else {
+        as_die_abandoned();   // what the reader held is left behind
     }
+    as_die_hook = hook;
+    if (err >= 0) { dup2(err, 2); close(err); }
     char *p = xasprintf("%s/compared", r->outdir);
     FILE *f = fopen(p, "w");
     if (!f || fprintf(f, "%s\n", verdict) < 0 || fclose(f)) as_die_sys("write %s", p);

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -37,37 +38,37 @@ void fail(run *r, const char *fmt, ...)
 }
 
 // ---------------------------------------------------------------- spawning
-// Runs argv in cwd with its stdio on pipes; NULL, or why it could not run
-// (then it has been reaped and the pipes are closed).
+// Runs argv in cwd with its stdio on pipes, in its own process group (the
+// stop policy signals it whole), SIGPIPE at its default; NULL, or why it
+// could not run (then the pipes are closed). posix_spawn: no copy of this
+// process's page tables, and the C library makes the child signal-safe
+// until its exec.
 static char *spawn_cmd(char *const argv[], const char *cwd, int *fin, int *fout, int *ferr, char **envp, pid_t *pid)
 {
     int in[2], out[2], err[2];
     if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC)) as_die_sys("create pipes");
-    int ex[2];
-    if (pipe2(ex, O_CLOEXEC)) as_die_sys("create a pipe");
-    *pid = fork();
-    if (*pid < 0) as_die_sys("fork");
-    if (*pid == 0) {
-        setpgid(0, 0);      // its own process group: the stop policy signals it whole
-        dup2(in[0], 0); dup2(out[1], 1); dup2(err[1], 2);
-        signal(SIGPIPE, SIG_DFL);
-        if (cwd && chdir(cwd)) { int e = errno; if (write(ex[1], &e, sizeof e)) {} _exit(127); }
-        execvpe(argv[0], argv, envp);
-        int e = errno;
-        if (write(ex[1], &e, sizeof e)) {}
-        _exit(127);
-    }
-    setpgid(*pid, *pid);
-    close(in[0]); close(out[1]); close(err[1]); close(ex[1]);
-    int e = 0;
-    ssize_t k = read(ex[0], &e, sizeof e);
-    close(ex[0]);
-    *fin = in[1]; *fout = out[0]; *ferr = err[0];
-    if (k == (ssize_t)sizeof e) {
-        waitpid(*pid, NULL, 0);
-        close(*fin); close(*fout); close(*ferr);
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t at;
+    sigset_t def;
+    sigemptyset(&def);
+    sigaddset(&def, SIGPIPE);
+    if (posix_spawn_file_actions_init(&fa) || posix_spawnattr_init(&at)
+        || posix_spawn_file_actions_adddup2(&fa, in[0], 0) || posix_spawn_file_actions_adddup2(&fa, out[1], 1)
+        || posix_spawn_file_actions_adddup2(&fa, err[1], 2)
+        || (cwd && posix_spawn_file_actions_addchdir_np(&fa, cwd))
+        || posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF)
+        || posix_spawnattr_setpgroup(&at, 0) || posix_spawnattr_setsigdefault(&at, &def))
+        as_die(AS_TROUBLE, "unable to set up the agent's start: out of memory");
+    int e = posix_spawnp(pid, argv[0], &fa, &at, argv, envp);
+    posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&at);
+    close(in[0]); close(out[1]); close(err[1]);
+    if (e) {
+        *pid = 0;
+        close(in[1]); close(out[0]); close(err[0]);
         return xasprintf("unable to run %s: %s", argv[0], strerror(e));
     }
+    *fin = in[1]; *fout = out[0]; *ferr = err[0];
     return NULL;
 }
 
@@ -75,7 +76,7 @@ char *start_agent(run *r, char **envp)
 {
     char *err = spawn_cmd(r->pf.argv, r->cwd, &r->fin, &r->fout, &r->ferr, envp, &r->pid);
     if (err) {
-        r->exited = 1;     // spawn_cmd reaped it
+        r->exited = 1;     // (nothing runs)
         return err;
     }
 #ifdef SYS_pidfd_open

@@ -201,10 +201,8 @@ void list_logs(const char *root, const profile *pf, loglist *l, as_buf *scratch)
 void loglist_free(loglist *l);
 void harvest(run *r);
 
-// compare.c: --compare, in a child started once the run has completed
-// (its pid, or -1 when fork failed) while the run is released; finish
-// awaits it and writes OUTDIR/compared.
-pid_t compare_start(const run *r, const char *dir, int logs);
-void compare_finish(const run *r, pid_t pid);
+// compare.c: --compare, once the run has completed and been released:
+// writes OUTDIR/compared.
+void compare(const run *r, const char *dir, int logs);
 
 #endif

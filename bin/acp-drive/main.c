@@ -215,7 +215,7 @@ static void cleanup(const run *r)
 
 // An exit handler takes no argument: the run to clean up when a helper dies
 // (exit 2), until release() has done it (main's run is gone by exit time);
-// only in this process, not in the compare child a reader may exit in.
+// only in this process, not in a child that exits before its exec.
 static const run *exiting;
 static pid_t exiting_pid;
 static void at_exit(void) { if (exiting && getpid() == exiting_pid) cleanup(exiting); }
@@ -282,9 +282,8 @@ int main(int argc, char **argv)
     if (row && row->prepareWorkspace) r.t_prepare = as_now_ms() - t0;
     if (rc == AS_OK) rc = run_agent(&r, envp);
 
-    pid_t cmp = o.compare && rc == AS_OK ? compare_start(&r, argv[optind], o.compare == 2) : 0;
     release(&r, envp);
-    if (cmp) compare_finish(&r, cmp);
+    if (o.compare && rc == AS_OK) compare(&r, argv[optind], o.compare == 2);
     as_table_free(&table);
     free(script); free(o.env);
     return rc;

@@ -45,6 +45,28 @@ CFLAGS.curl       := $(call pc_cflags,libcurl)
 LIBS.libcurl      := $(call pc_libs,libcurl,-lcurl)
 CFLAGS.libcurl    := $(call pc_cflags,libcurl)
 
+# Start-up is most of what a short run costs (acp-drive and the agent for
+# each scenario, every filter of a pipeline), and the dynamic loader is much
+# of a start-up. So a release build links libzstd in, and links the tools
+# that use no other library fully statically, as far as the toolchain can:
+# a probe, once, writes what it can into $(BUILD)/link.mk. STATIC=0 links
+# as before; sanitizer builds always do.
+.DEFAULT_GOAL := all
+STATIC ?= $(if $(filter 1,$(SANITIZE)),0,1)
+ifeq ($(STATIC),1)
+-include $(BUILD)/link.mk
+endif
+$(BUILD)/link.mk:
+	@mkdir -p $(@D)
+	@printf '#include <zstd.h>\nint main(void) { return ZSTD_versionNumber() == 0; }\n' > $(@D)/probe.c
+	@{ z='-Wl,-Bstatic $(call pc_libs,--static libzstd,-lzstd -pthread) -Wl,-Bdynamic'; \
+	   if $(CC) -o $(@D)/probe $(@D)/probe.c $$z 2>/dev/null && $(@D)/probe; then echo "LIBS.zstd := $$z"; fi; \
+	   z='$(call pc_libs,--static libzstd,-lzstd -pthread)'; \
+	   if $(CC) -static -o $(@D)/probe $(@D)/probe.c $$z 2>/dev/null && $(@D)/probe; then echo "LINK_STATIC := -static $$z"; fi; } > $@.tmp
+	@rm -f $(@D)/probe $(@D)/probe.c; mv $@.tmp $@
+# LINK_STATIC (-static and zstd's libraries) for tool NAME when it uses zstd alone
+static_of = $(if $(filter $(1),$(TOOL_NAMES)),$(if $(filter-out zstd,$(call uses,$(1))),,$(LINK_STATIC)))
+
 # What each binary uses besides libacpsnap.a (keys: a tool's name,
 # acpsnap-agent, test/<unit>, fuzz/<target>). Not listed: zstd only, since
 # common/in.c reads zstd input.
@@ -113,7 +135,7 @@ tools: $(PREP)
 # only when its text changes, so objects rebuild when the compile flags
 # change and binaries relink when the link flags do.
 CFLAGS_NOW  = $(CC) $(CFLAGS) $(foreach v,$(sort $(filter CFLAGS.%,$(.VARIABLES))),$(v)=$($(v)))
-LIBS_NOW    = $(foreach v,$(sort $(filter LIBS.% USES.%,$(.VARIABLES))),$(v)=$($(v)))
+LIBS_NOW    = $(foreach v,$(sort $(filter LIBS.% USES.%,$(.VARIABLES))),$(v)=$($(v))) LINK_STATIC=$(LINK_STATIC)
 LDFLAGS_NOW = $(CC) $(LDFLAGS) $(LIBS_NOW)
 define stamp
 $(1): FORCE
@@ -136,7 +158,7 @@ $(LIB): $(LIB_OBJ)
 	rm -f $@; ar rcs $@ $^
 
 # link NAME: the objects and archives among the prerequisites, then NAME's libraries.
-link = $(CC) $(LDFLAGS) -o $@ $(filter %.o %.a,$^) $(call libs_of,$(1))
+link = $(CC) $(LDFLAGS) -o $@ $(filter %.o %.a,$^) $(or $(call static_of,$(1)),$(call libs_of,$(1)))
 define tool_rule
 $(OUT)/$(1): $(patsubst %.c,$(OBJ)/%.o,$(call tool_src,$(1))) $(LIB) $(BUILD)/ldflags
 	@mkdir -p $$(@D)

@@ -116,6 +116,9 @@ typedef struct as_in as_in;
 int as_zstd_magic(const void *p, size_t n);
 // Opens path ("-" or NULL = stdin). Dies (exit 2) when it cannot be opened.
 as_in *as_in_open(const char *path);
+// A reader of text already in memory (n bytes, not copied: it must outlive
+// the reader), taken as plain text however it starts; name is its file's.
+as_in *as_in_open_text(const char *name, const char *text, size_t n);
 // Next line: 1 and *line/*len set (valid until the next call), 0 at EOF.
 // Dies on read errors, a corrupt or truncated zstd frame (with byte offset),
 // a NUL byte ("file:line:col: not a text or zstd file (NUL byte at offset

@@ -27,6 +27,7 @@ struct as_in {
     uint64_t doff;         // offset of d.p[0] in the decoded text
     int64_t nul;           // decoded offset of the first NUL read, or -1
     long lineno;
+    const char *text; size_t tn, tpos;   // as_in_open_text: the bytes read
 };
 
 as_in *as_in_open(const char *path)
@@ -44,6 +45,29 @@ as_in *as_in_open(const char *path)
     return in;
 }
 
+as_in *as_in_open_text(const char *name, const char *text, size_t n)
+{
+    as_in *in = calloc(1, sizeof *in);
+    if (!in) as_die(AS_TROUBLE, "out of memory");
+    in->fd = -1;
+    in->name = as_xstrdup(name);
+    in->zstd = 0;
+    in->nul = -1;
+    in->text = text ? text : "";
+    in->tn = n;
+    return in;
+}
+
+// read(2) of the input: the file's, or the text's next bytes.
+static ssize_t src_read(as_in *in, char *p, size_t cap)
+{
+    if (!in->text) return read(in->fd, p, cap);
+    size_t k = in->tn - in->tpos < cap ? in->tn - in->tpos : cap;
+    memcpy(p, in->text + in->tpos, k);
+    in->tpos += k;
+    return (ssize_t)k;
+}
+
 // Reads more raw bytes after the unread ones; returns bytes read (0 at EOF).
 static size_t raw_fill(as_in *in)
 {
@@ -54,7 +78,7 @@ static size_t raw_fill(as_in *in)
         in->rpos = 0;
     }
     for (;;) {
-        ssize_t r = read(in->fd, in->raw + in->rn, RAWSZ - in->rn);
+        ssize_t r = src_read(in, in->raw + in->rn, RAWSZ - in->rn);
         if (r < 0 && errno == EINTR) continue;
         if (r < 0) as_die_sys("read %s", in->name);
         if (r == 0) in->eof = 1;
@@ -117,7 +141,7 @@ static int fill(as_in *in)
         // Plain text is read straight into the line buffer.
         as_buf_grow(&in->d, RAWSZ);
         for (;;) {
-            ssize_t r = read(in->fd, in->d.p + in->d.n, in->d.cap - in->d.n - 1);
+            ssize_t r = src_read(in, in->d.p + in->d.n, in->d.cap - in->d.n - 1);
             if (r < 0 && errno == EINTR) continue;
             if (r < 0) as_die_sys("read %s", in->name);
             if (r == 0) { in->eof = 1; return 0; }

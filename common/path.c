@@ -59,7 +59,9 @@ int as_lines_open_at(as_lines *r, int dfd, const char *name, const char *path)
 // Reads more of the file after what the window holds, keeping [pos, n).
 static void lines_fill(as_lines *r)
 {
-    if (r->pos && r->pos == r->b.n) r->b.n = r->pos = 0, r->whole = 0;
+    // (a window read to its end starts again only when it has no room left,
+    // so a file that fits stays whole: rewinds are free, the text usable)
+    if (r->pos && r->pos == r->b.n && r->b.cap - r->b.n <= 4096) r->b.n = r->pos = 0, r->whole = 0;
     else if (r->pos > r->b.cap / 2) {   // keep the unread tail only
         memmove(r->b.p, r->b.p + r->pos, r->b.n - r->pos);
         r->b.n -= r->pos, r->pos = 0, r->whole = 0;

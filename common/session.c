@@ -61,12 +61,13 @@ void as_sess_open_abandoned(void)
 static int templates = 1;
 void as_sess_templates(int on) { templates = on; }
 
-as_sess *as_sess_open(const char *path)
+// A decoder over path's text: in, else the file.
+static as_sess *sess_open(const char *path, const char *text, size_t n)
 {
     as_sess *s = calloc(1, sizeof *s);
     if (!s) as_die(AS_TROUBLE, "out of memory");
     opening = s;
-    s->in = as_in_open(path);
+    s->in = text ? as_in_open_text(path, text, n) : as_in_open(path);
     s->templ = as_simd() != AS_SIMD_SCALAR && templates;
     const char *line;
     size_t len;
@@ -80,6 +81,8 @@ as_sess *as_sess_open(const char *path)
     opening = NULL;
     return s;
 }
+
+as_sess *as_sess_open(const char *path) { return sess_open(path, NULL, 0); }
 
 // Appends line 1 of path to b: through the decoder when zstd, else its raw
 // bytes (so a binary file is simply not a log). -1 when path cannot be opened.
@@ -1308,7 +1311,7 @@ static void check_queue(checkrun *c, long ln)
 // The check of path, compared with text[0, n) when text is set.
 static int check(const char *path, const char *text, size_t n, long *badline, checkrun *c)
 {
-    c->s = as_sess_open(path);
+    c->s = sess_open(path, text, n);   // (text: the file's decoded bytes, read again no more)
     as_sess_shallow(c->s);
     c->p = as_packer_new(AS_PACK_KEEP, check_emit, &c->q);
     if (text) {   // line 1, the header, is no packer's business

@@ -447,3 +447,32 @@ echo: $root"
     assert_equal "$stderr" 'acp-drive: --compare compares a replay: drop --record'
     no_leftovers
 }
+
+@test "acp-drive: --serve runs each request as acp-drive would, one at a time, and answers its status" {
+    input '{"steps":[{"op":"initialize"},{"op":"newSession"},{"op":"prompt","text":"hello"}]}'
+    run -0 acp-drive -p fake.profile -o want snap/s
+    scrub --stdout --context want/run.json want/stdout.raw.jsonl > snap/s/stdout.expected.jsonl
+    # the same run compared; one not compared; a scenario that is not there; a bad mode
+    printf '%s\0' stdout o1 snap/s e1 '' o2 snap/s e2 '' o3 snap/none e3 some o4 snap/s e4 > req
+    run -0 --separate-stderr acp-drive -p fake.profile --serve < req
+    assert_output "$(printf '0\n0\n2\n2')"
+    assert_equal "$stderr" ''
+    assert_equal "$(cat o1/compared)" same
+    [ -s o2/stdout.raw.jsonl ] && [ ! -e o2/compared ]
+    [ ! -s e1 ] && [ ! -s e2 ]
+    run -0 cat e3
+    assert_output --partial 'snap/none'
+    assert_equal "$(cat e4)" 'acp-drive: invalid --compare: some (stdout or all)'
+    # a request cut short; the options it takes
+    printf '%s\0' stdout o5 > req
+    run -2 --separate-stderr acp-drive -p fake.profile --serve < req
+    assert_equal "$stderr" 'acp-drive: --serve: a request ends before its four fields'
+    [ ! -e o5 ]
+    run -2 --separate-stderr acp-drive -p fake.profile --serve -o x
+    [[ $stderr == 'usage: acp-drive '* ]]
+    run -2 --separate-stderr acp-drive -p fake.profile --serve snap/s
+    [[ $stderr == 'usage: acp-drive '* ]]
+    run -2 --separate-stderr acp-drive -p fake.profile --serve --record
+    assert_equal "$stderr" 'acp-drive: --serve serves replays: drop --record'
+    no_leftovers
+}

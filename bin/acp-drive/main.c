@@ -13,8 +13,10 @@
 #include "drive.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -24,6 +26,7 @@ static const char USAGE[] =
     "usage: acp-drive -p PROFILE -o OUTDIR [--record] [--timeout MS] [--rpc-timeout MS]\n"
     "          [--exit-timeout MS] [--workspace-parent DIR] [--env K=V]... [--keep]\n"
     "          [--provider-script FILE] [--compare stdout|all] SCENARIO_DIR\n"
+    "       acp-drive -p PROFILE --serve [OPTION]...\n"
     "Runs one scenario against an agent: a fresh cwd with workspace/ copied in,\n"
     "the agent booted through its profile (acpsnap-profile(5)), input.json driven\n"
     "over ACP, raw stdout captured, the session logs harvested, and run.json\n"
@@ -43,6 +46,8 @@ static const char USAGE[] =
     "                            scenario's committed files, then make the run's\n"
     "                            checks (sidecar-dedupe --verify); the outcome\n"
     "                            (same, differs or unknown) in OUTDIR/compared\n"
+    "      --serve               no SCENARIO_DIR or -o: the runs of the requests on\n"
+    "                            stdin, one at a time (acp-drive(1), SERVE)\n"
     "  -h, --help, --version\n"
     "Exit status: 0 the run completed, 1 the scenario failed, 2 trouble.\n";
 
@@ -51,6 +56,7 @@ typedef struct {
     const char *profile, *out, *wp;
     const char *provider;                      // --provider-script
     int compare;                               // --compare: 0 no, 1 stdout, 2 all
+    int serve;                                 // --serve
     long timeout, rpc_timeout, exit_timeout;   // -1: not given
     char **env; size_t nenv;                   // --env K=V, in order
 } opts;
@@ -64,6 +70,14 @@ static long num_opt(const char *opt, const char *s)
     return v;
 }
 
+// --compare's argument: 1 stdout, 2 all.
+static int compare_mode(const char *m)
+{
+    if (!strcmp(m, "stdout")) return 1;
+    if (!strcmp(m, "all")) return 2;
+    as_die(AS_TROUBLE, "invalid --compare: %s (stdout or all)", m);
+}
+
 static void options(int argc, char **argv, opts *o, run *r)
 {
     static const struct option lo[] = {
@@ -72,7 +86,7 @@ static void options(int argc, char **argv, opts *o, run *r)
         { "rpc-timeout", required_argument, 0, 'R' }, { "exit-timeout", required_argument, 0, 'x' },
         { "workspace-parent", required_argument, 0, 'w' }, { "env", required_argument, 0, 'e' },
         { "keep", no_argument, 0, 'k' }, { "provider-script", required_argument, 0, 'P' },
-        { "compare", required_argument, 0, 'C' },
+        { "compare", required_argument, 0, 'C' }, { "serve", no_argument, 0, 'S' },
         { "help", no_argument, 0, 'h' }, { "version", no_argument, 0, 'V' },
         { 0, 0, 0, 0 } };
     for (int ch; (ch = getopt_long(argc, argv, "p:o:re:h", lo, NULL)) != -1;) {
@@ -91,15 +105,17 @@ static void options(int argc, char **argv, opts *o, run *r)
             break;
         case 'k': r->keep = 1; break;
         case 'P': o->provider = optarg; break;
-        case 'C':
-            if (!strcmp(optarg, "stdout")) o->compare = 1;
-            else if (!strcmp(optarg, "all")) o->compare = 2;
-            else as_die(AS_TROUBLE, "invalid --compare: %s (stdout or all)", optarg);
-            break;
+        case 'C': o->compare = compare_mode(optarg); break;
+        case 'S': o->serve = 1; break;
         case 'h': as_usage_exit(USAGE, 0);
         case 'V': as_version_exit();
         default: as_usage_exit(USAGE, AS_TROUBLE);
         }
+    }
+    if (o->serve) {
+        if (argc != optind || !o->profile || o->out || o->compare) as_usage_exit(USAGE, AS_TROUBLE);
+        if (r->record || o->provider) as_die(AS_TROUBLE, "--serve serves replays: drop --record");
+        return;
     }
     if (argc - optind != 1 || !o->profile || !o->out) as_usage_exit(USAGE, AS_TROUBLE);
     if (o->provider && !r->record) as_die(AS_TROUBLE, "--provider-script needs --record");
@@ -248,6 +264,82 @@ static void release(run *r, char **envp)
     if (r->pidfd >= 0) close(r->pidfd);
 }
 
+// One run: scenario directory scen with the options o, as acp-drive runs
+// one (in a --serve child too); its exit status.
+static int run_scenario(const opts *o, run *r, const char *scen)
+{
+    exiting = r;
+    exiting_pid = getpid();
+    atexit(at_exit);
+    catch_signals();
+
+    as_table table = {0};
+    const as_scenario *row = load_scenario(r, scen, &table);
+    make_dirs(r, o->out, o->wp, row);
+    set_vars(r, row);
+    char *script = r->record ? NULL : prepare_replay(r);
+    profile_load(&r->pf, o->profile, r->record, &r->vs);
+    check_tier_profile(r);
+    set_timeouts(r, o);
+    client_select(r);
+    make_spill_root(r);
+    make_profile_dirs(r);
+    if (!r->record && r->pf.serve) start_serve(r, script);
+    else if (o->provider) start_provider(r, o->provider);
+    else if (r->pf.serve) start_recording_proxy(r);
+    char **envp = agent_env(r, row, o->env, o->nenv);
+    r->envp = envp;
+    long t0 = as_now_ms();
+    int rc = run_prepare(r, row, envp);
+    if (row && row->prepareWorkspace) r->t_prepare = as_now_ms() - t0;
+    if (rc == AS_OK) rc = run_agent(r, envp);
+
+    release(r, envp);
+    if (o->compare && rc == AS_OK) compare(r, scen, o->compare == 2);
+    as_table_free(&table);
+    free(script);
+    return rc;
+}
+
+// --serve (acpsnap-replay's runs at -j 1): each request on stdin, four
+// NUL-terminated fields (the --compare mode or empty, OUTDIR, SCENARIO_DIR
+// and the file for the run's stderr), is run as acp-drive runs one, in a
+// fork of this process: no exec and no loader, which is most of what a new
+// acp-drive costs. Its exit status (128 + the signal when one ended it)
+// answers it on stdout, one line. Ends at the end of stdin.
+static int serve(opts *o, const run *proto)
+{
+    char *f[4] = {0};
+    size_t cap[4] = {0};
+    for (;;) {
+        int k = 0;
+        while (k < 4 && getdelim(&f[k], &cap[k], '\0', stdin) > 0) k++;
+        if (k == 0 && feof(stdin)) break;
+        if (k < 4) as_die(AS_TROUBLE, "--serve: a request ends before its four fields");
+        fflush(stdout);
+        pid_t pid = fork();
+        if (pid < 0) as_die_sys("fork");
+        if (pid == 0) {
+            int err = open(f[3], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+            if (err < 0) as_die_sys("open %s", f[3]);
+            int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+            if (nul < 0) as_die_sys("open /dev/null");
+            dup2(nul, 0); dup2(nul, 1); dup2(err, 2);
+            o->compare = *f[0] ? compare_mode(f[0]) : 0;
+            o->out = f[1];
+            run r = *proto;
+            exit(run_scenario(o, &r, f[2]));
+        }
+        int st;
+        while (waitpid(pid, &st, 0) < 0)
+            if (errno != EINTR) as_die_sys("wait for a run");
+        printf("%d\n", WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+        if (fflush(stdout)) as_die_sys("answer a request");
+    }
+    for (int k = 0; k < 4; k++) free(f[k]);
+    return AS_OK;
+}
+
 int main(int argc, char **argv)
 {
     run r = { .fin = -1, .fout = -1, .ferr = -1, .pidfd = -1, .spill_fd = -1, .watch_id = -1,
@@ -256,35 +348,7 @@ int main(int argc, char **argv)
     as_setprog(argv[0]);
     options(argc, argv, &o, &r);
     signal(SIGPIPE, SIG_IGN);
-    exiting = &r;
-    exiting_pid = getpid();
-    atexit(at_exit);
-    catch_signals();
-
-    as_table table = {0};
-    const as_scenario *row = load_scenario(&r, argv[optind], &table);
-    make_dirs(&r, o.out, o.wp, row);
-    set_vars(&r, row);
-    char *script = r.record ? NULL : prepare_replay(&r);
-    profile_load(&r.pf, o.profile, r.record, &r.vs);
-    check_tier_profile(&r);
-    set_timeouts(&r, &o);
-    client_select(&r);
-    make_spill_root(&r);
-    make_profile_dirs(&r);
-    if (!r.record && r.pf.serve) start_serve(&r, script);
-    else if (o.provider) start_provider(&r, o.provider);
-    else if (r.pf.serve) start_recording_proxy(&r);
-    char **envp = agent_env(&r, row, o.env, o.nenv);
-    r.envp = envp;
-    long t0 = as_now_ms();
-    int rc = run_prepare(&r, row, envp);
-    if (row && row->prepareWorkspace) r.t_prepare = as_now_ms() - t0;
-    if (rc == AS_OK) rc = run_agent(&r, envp);
-
-    release(&r, envp);
-    if (o.compare && rc == AS_OK) compare(&r, argv[optind], o.compare == 2);
-    as_table_free(&table);
-    free(script); free(o.env);
+    int rc = o.serve ? serve(&o, &r) : run_scenario(&o, &r, argv[optind]);
+    free(o.env);
     return rc;
 }

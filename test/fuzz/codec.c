@@ -79,6 +79,27 @@ static seen run(const char *path, int unpack, int mode, as_buf *out)
 
 static int same(const as_buf *a, const as_buf *b) { return a->n == b->n && !memcmp(a->p, b->p, a->n); }
 
+// jsonl-pack --unpack's own path (as_sess_transcode: a projected line is
+// written around its envelope, through the output buffer or, long, in one
+// writev) gives the bytes of the restoring decoder, want; the log at path
+// is valid.
+static void transcode_agrees(const char *path, const as_buf *want)
+{
+    int m = memfd_create("fuzz-out", 0), saved = dup(1);
+    if (m < 0 || saved < 0 || dup2(m, 1) < 0) abort();
+    as_out *o = as_out_stdout(0);
+    as_sess_transcode(path, o, AS_PACK_KEEP, 1);
+    as_out_close(o);   // (closes fd 1)
+    if (dup2(saved, 1) < 0) abort();
+    close(saved);
+    off_t n = lseek(m, 0, SEEK_END);
+    char *got = malloc((size_t)n + 1);
+    if (!got || pread(m, got, (size_t)n, 0) != n) abort();
+    close(m);
+    if ((size_t)n != want->n || memcmp(got, want->p, want->n)) abort();
+    free(got);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static const char hdr[] = "{\"type\":\"session\",\"id\":\"f\"}\n";
@@ -88,6 +109,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     as_buf_put(&in, hdr, sizeof hdr - 1);
     as_buf_put(&in, data, size);
     int fd = memfile(in.p, in.n, path);
+    // the check of a log whose text the caller holds decides as the one
+    // that reads the file, at the same line
+    long bad1 = 0, bad2 = 0;
+    if (as_sess_check_soft(path, &bad1) != as_sess_check_text(path, in.p, in.n, &bad2) || bad1 != bad2) abort();
     as_die_hook = hook;
     if (setjmp(back)) {   // malformed input: rejected, fine
         close(fd);
@@ -102,6 +127,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     seen x = run(path, 0, AS_PACK_KEEP, &a);
     as_die_hook = NULL;   // from here on, any failure is a bug
     run(path, 1, AS_PACK_KEEP, &ux);
+    transcode_agrees(path, &ux);
     run(path, 0, AS_PACK_PROJECTED, &px);
     // the same without the templates: every line scanned
     as_buf r1 = {0}, r2 = {0};

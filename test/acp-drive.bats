@@ -476,3 +476,13 @@ echo: $root"
     assert_equal "$stderr" 'acp-drive: --serve serves replays: drop --record'
     no_leftovers
 }
+
+@test "acp-drive: an agent command that is a script without its #! line cannot be started (posix_spawnp runs no /bin/sh in its stead)" {
+    input '{"steps":[{"op":"initialize"}]}'
+    printf 'echo started >&2\n' > nosb
+    chmod +x nosb
+    printf 'command = %s\n' "$PWD/nosb" > nosb.profile
+    run -2 --separate-stderr acp-drive -p nosb.profile -o out snap/s
+    assert_equal "$stderr" "acp-drive: nosb.profile: unable to run $PWD/nosb: Exec format error"
+    no_leftovers
+}

@@ -48,18 +48,29 @@ static int fail(as_out *o)
     return o->soft;
 }
 
-static void fd_write(as_out *o, const char *p, size_t n)
+// Writes the k pieces of v in order, all of them (v is consumed: one
+// writev(2) when the descriptor takes it all); a failure is fail()'s or
+// fatal.
+static void fd_writev(as_out *o, struct iovec *v, int k)
 {
-    while (n && !o->broken) {
-        ssize_t w = write(o->fd, p, n);
+    for (;;) {
+        while (k && !v->iov_len) k--, v++;
+        if (!k || o->broken) return;
+        ssize_t w = writev(o->fd, v, k);
         if (w < 0 && errno == EINTR) continue;
         if (w < 0) {
             if (fail(o)) return;
             as_die_sys("write %s", o->path ? o->path : "standard output");
         }
-        p += w;
-        n -= (size_t)w;
+        for (; k && (size_t)w >= v->iov_len; k--, v++) w -= (ssize_t)v->iov_len;
+        if (k) { v->iov_base = (char *)v->iov_base + w; v->iov_len -= (size_t)w; }
     }
+}
+
+static void fd_write(as_out *o, const char *p, size_t n)
+{
+    struct iovec v = {(void *)p, n};
+    fd_writev(o, &v, 1);
 }
 
 // Writes the held compressed bytes (at least OUTSZ of them unless `all`).
@@ -104,24 +115,11 @@ static void pass(as_out *o, const void *p, size_t n)
     else fd_write(o, p, n);
 }
 
-// pass() of the k pieces of v in order: one writev(2) when plain, as long
-// as the descriptor takes it all (v is consumed).
+// pass() of the k pieces of v in order.
 static void passv(as_out *o, struct iovec *v, int k)
 {
-    if (o->zstd) {
-        for (int i = 0; i < k; i++) pass(o, v[i].iov_base, v[i].iov_len);
-        return;
-    }
-    while (k && !o->broken) {
-        ssize_t w = writev(o->fd, v, k);
-        if (w < 0 && errno == EINTR) continue;
-        if (w < 0) {
-            if (fail(o)) return;
-            as_die_sys("write %s", o->path ? o->path : "standard output");
-        }
-        for (; k && (size_t)w >= v->iov_len; k--, v++) w -= (ssize_t)v->iov_len;
-        if (k) { v->iov_base = (char *)v->iov_base + w; v->iov_len -= (size_t)w; }
-    }
+    if (!o->zstd) { fd_writev(o, v, k); return; }
+    for (int i = 0; i < k; i++) pass(o, v[i].iov_base, v[i].iov_len);
 }
 
 // Hands the buffered bytes on up to the last LF (all of them when `all`),

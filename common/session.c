@@ -464,6 +464,15 @@ static void row_member(as_sess *s, as_event *ev)
     s->nextseq++;
 }
 
+// The synthetic envelope of a projected line's event seq, as inserted after
+// its "type" member.
+static void put_envelope(as_buf *b, int64_t seq)
+{
+    as_buf_puts(b, ",\"seq\":");
+    as_buf_puti(b, seq);
+    as_buf_puts(b, ",\"time\":0");
+}
+
 // The projected line s->j with "seq":<nextseq>,"time":0 inserted after its
 // first "type" member (value token ty), as bytes in s->ebuf and as tokens in
 // s->ej: the line's tokens, those after the insertion moved along by the
@@ -477,9 +486,7 @@ static void restore_envelope(as_sess *s, int ty)
     uint32_t os = j->t[0].start, oe = j->t[0].end, at = j->t[ty].end;
     as_buf_reset(b);
     as_buf_put(b, j->s + os, at - os);
-    as_buf_puts(b, ",\"seq\":");
-    as_buf_puti(b, s->nextseq);
-    as_buf_puts(b, ",\"time\":0");
+    put_envelope(b, s->nextseq);
     uint32_t shift = (uint32_t)b->n - (at - os);   // the inserted bytes
     as_buf_put(b, j->s + at, oe - at);
     as_json *e = &s->ej;
@@ -1398,10 +1405,8 @@ void as_sess_transcode(const char *path, as_out *o, int mode, int unpack)
         as_buf env = {0};
         while (as_sess_next(s, &ev)) {
             if (!ev.env_at) { as_out_line(o, ev.json, ev.len); continue; }
-            as_buf_reset(&env);   // (the envelope restore_envelope inserts)
-            as_buf_puts(&env, ",\"seq\":");
-            as_buf_puti(&env, ev.seq);
-            as_buf_puts(&env, ",\"time\":0");
+            as_buf_reset(&env);
+            put_envelope(&env, ev.seq);
             as_out_line3(o, ev.json, ev.env_at, env.p, env.n, ev.json + ev.env_at, ev.len - ev.env_at);
         }
         as_buf_free(&env);

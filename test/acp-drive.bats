@@ -343,9 +343,13 @@ no room in acp-snap-cwd"
     assert_equal "${stderr%%$'\n'*}" 'acp-drive: snap/s/input.json:1: step 2 (promptAndCancel): session/prompt failed: model exploded'
     [ "$ms" -lt 10000 ] || { echo "took $ms ms"; false; }
     # the same without a ready file: the durable turn/start wait ends too
-    input '{"steps":[{"op":"initialize"},{"op":"newSession"},{"op":"prompt","text":"one"},{"op":"promptAndCancel","text":"fail: now"}]}'
+    # (the prompt fails before its turn opens, so only the failure ends it)
+    input '{"steps":[{"op":"initialize"},{"op":"newSession"},{"op":"prompt","text":"one"},{"op":"promptAndCancel","text":"refuse: now"}]}'
+    t0=$(date +%s%N)
     run -1 --separate-stderr acp-drive -p fake.profile -o out --timeout 20000 snap/s
-    assert_equal "${stderr%%$'\n'*}" 'acp-drive: snap/s/input.json:1: step 3 (promptAndCancel): session/prompt failed: model exploded'
+    ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+    assert_equal "${stderr%%$'\n'*}" 'acp-drive: snap/s/input.json:1: step 3 (promptAndCancel): session/prompt failed: model refused'
+    [ "$ms" -lt 10000 ] || { echo "took $ms ms"; false; }
 }
 
 @test "acp-drive: mkdir creates directories in the run root, named by \${ACPSNAP_RUN_ROOT}" {

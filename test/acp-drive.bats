@@ -452,14 +452,14 @@ echo: $root"
     no_leftovers
 }
 
-@test "acp-drive: --serve runs each request as acp-drive would, one at a time, and answers its status" {
+@test "acp-drive: --serve runs each request as acp-drive would, one at a time, and answers its status and number" {
     input '{"steps":[{"op":"initialize"},{"op":"newSession"},{"op":"prompt","text":"hello"}]}'
     run -0 acp-drive -p fake.profile -o want snap/s
     scrub --stdout --context want/run.json want/stdout.raw.jsonl > snap/s/stdout.expected.jsonl
     # the same run compared; one not compared; a scenario that is not there; a bad mode
     printf '%s\0' stdout o1 snap/s e1 '' o2 snap/s e2 '' o3 snap/none e3 some o4 snap/s e4 > req
     run -0 --separate-stderr acp-drive -p fake.profile --serve < req
-    assert_output "$(printf '0\n0\n2\n2')"
+    assert_output "$(printf '0 0\n0 1\n2 2\n2 3')"
     assert_equal "$stderr" ''
     assert_equal "$(cat o1/compared)" same
     [ -s o2/stdout.raw.jsonl ] && [ ! -e o2/compared ]
@@ -478,6 +478,42 @@ echo: $root"
     [[ $stderr == 'usage: acp-drive '* ]]
     run -2 --separate-stderr acp-drive -p fake.profile --serve --record
     assert_equal "$stderr" 'acp-drive: --serve serves replays: drop --record'
+    run -2 --separate-stderr acp-drive -p fake.profile -o x --jobs 2 snap/s
+    assert_equal "$stderr" 'acp-drive: --jobs needs --serve'
+    run -2 --separate-stderr acp-drive -p fake.profile --serve -j 0
+    assert_equal "$stderr" 'acp-drive: invalid --jobs: 0'
+    run -2 --separate-stderr acp-drive -p fake.profile --serve -j 257
+    assert_equal "$stderr" 'acp-drive: invalid --jobs: 257 (at most 256)'
+    no_leftovers
+}
+
+@test "acp-drive: --serve --jobs N runs up to N requests at once; each answer names its request" {
+    input '{"steps":[{"op":"initialize"},{"op":"newSession"},{"op":"prompt","text":"hello"}]}'
+    mkdir -p snap/slow; cp snap/s/session.jsonl snap/slow/
+    printf '{"steps":[{"op":"initialize"},{"op":"newSession"},{"op":"prompt","text":"await: %s/go"}]}' "$PWD" > snap/slow/input.json
+    # the run asked first waits for go; at --jobs 2 the three after it run
+    # and answer meanwhile, and only then is go made
+    printf '%s\0' '' o0 snap/slow e0 '' o1 snap/s e1 '' o2 snap/s e2 '' o3 snap/s e3 > req
+    acp-drive -p fake.profile --serve --jobs 2 < req > answers 2> err &
+    for ((i = 0; i < 600; i++)); do [ "$(wc -l < answers)" -lt 3 ] || break; sleep 0.05; done
+    [ ! -e o0/stdout.raw.jsonl ] || ! grep -q 'end_turn' o0/stdout.raw.jsonl
+    touch go
+    wait $!
+    mapfile -t lines < answers
+    assert_equal "${#lines[@]}" 4
+    assert_equal "$(printf '%s\n' "${lines[@]:0:3}" | sort)" "$(printf '0 1\n0 2\n0 3')"
+    assert_equal "${lines[3]}" '0 0'
+    assert_equal "$(cat err)" ''
+    [ -s o1/stdout.raw.jsonl ] && [ -s o3/stdout.raw.jsonl ]
+    grep -q "echo: await: $PWD/go" o0/stdout.raw.jsonl
+    # the same at --jobs 1: in order, one after the other
+    run -0 --separate-stderr acp-drive -p fake.profile --serve -j 1 < req
+    assert_output "$(printf '0 0\n0 1\n0 2\n0 3')"
+    # a request cut short after a whole one: it runs and answers, then the trouble
+    printf '%s\0' '' o1 snap/s e1 '' o2 > req
+    run -2 --separate-stderr acp-drive -p fake.profile --serve -j 4 < req
+    assert_output '0 0'
+    assert_equal "$stderr" 'acp-drive: --serve: a request ends before its four fields'
     no_leftovers
 }
 

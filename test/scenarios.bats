@@ -62,6 +62,25 @@ tree_sum() { (cd "$1" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sh
     # at -j2 each verdict line starts with its [k/n] completion count
     assert_equal "$(sed -nE 's/^(\[ *[0-9]+\/[0-9]+\] )?FAIL +([a-z0-9-]+) .*/\2/p' <<<"$output" | sort)" "$expected"
     assert_output --partial '"status":"pendinG"'
+    # the passing and the failing verdicts count 1 to n between them, once each
+    local n; n=$(grep -c . snap/scenarios.jsonl)
+    assert_equal "$(grep -oE '^\[ *[0-9]+/' <<<"$output" | tr -dc '0-9\n' | sort -n | tr '\n' ' ')" "$(seq -s ' ' 1 "$n") "
+}
+
+@test "scenarios: at -j1 and -j2, an acp-drive --serve that is gone at once or midway: every scenario still runs, once" {
+    copy_tree
+    local n real; n=$(grep -c . snap/scenarios.jsonl); real=$(command -v acp-drive)
+    mkdir wrap
+    # GONE=0: the server refuses to start; GONE=3: it stops answering after three
+    printf '#!/bin/bash\nif [ "$1" = --serve ]; then\n  [ "$GONE" = 0 ] && exit 2\n  "%s" "$@" | for ((i = 0; i < GONE; i++)); do IFS= read -r l || break; printf "%%s\\n" "$l"; done; exit 0\nfi\nexec "%s" "$@"\n' "$real" "$real" > wrap/acp-drive
+    chmod +x wrap/acp-drive
+    for j in 1 2; do
+        for g in 0 3; do
+            GONE=$g PATH=$PWD/wrap:$PATH run -0 acpsnap-replay -d snap -j $j
+            [ "$(grep -cE '^(\[ *[0-9]+/[0-9]+\] )?ok +[a-z0-9-]+ ' <<<"$output")" = "$n" ] || { echo "-j $j, gone after $g: $output"; false; }
+            assert_line --regexp "^replay: $n scenarios: $n passed, 0 failed, 0 skipped "
+        done
+    done
 }
 
 @test "scenarios: record against replay-serve reproduces the committed fixtures byte for byte" {

@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,7 +48,8 @@ static const char USAGE[] =
     "                            checks (sidecar-dedupe --verify); the outcome\n"
     "                            (same, differs or unknown) in OUTDIR/compared\n"
     "      --serve               no SCENARIO_DIR or -o: the runs of the requests on\n"
-    "                            stdin, one at a time (acp-drive(1), SERVE)\n"
+    "                            stdin (acp-drive(1), SERVE)\n"
+    "  -j, --jobs N              with --serve: up to N runs at once (default 1)\n"
     "  -h, --help, --version\n"
     "Exit status: 0 the run completed, 1 the scenario failed, 2 trouble.\n";
 
@@ -57,9 +59,12 @@ typedef struct {
     const char *provider;                      // --provider-script
     int compare;                               // --compare: 0 no, 1 stdout, 2 all
     int serve;                                 // --serve
+    long jobs;                                 // --jobs (with --serve), 0: not given
     long timeout, rpc_timeout, exit_timeout;   // -1: not given
     char **env; size_t nenv;                   // --env K=V, in order
 } opts;
+
+enum { SERVE_MAX = 256 };   // --jobs' bound
 
 static long num_opt(const char *opt, const char *s)
 {
@@ -87,9 +92,9 @@ static void options(int argc, char **argv, opts *o, run *r)
         { "workspace-parent", required_argument, 0, 'w' }, { "env", required_argument, 0, 'e' },
         { "keep", no_argument, 0, 'k' }, { "provider-script", required_argument, 0, 'P' },
         { "compare", required_argument, 0, 'C' }, { "serve", no_argument, 0, 'S' },
-        { "help", no_argument, 0, 'h' }, { "version", no_argument, 0, 'V' },
+        { "jobs", required_argument, 0, 'j' }, { "help", no_argument, 0, 'h' }, { "version", no_argument, 0, 'V' },
         { 0, 0, 0, 0 } };
-    for (int ch; (ch = getopt_long(argc, argv, "p:o:re:h", lo, NULL)) != -1;) {
+    for (int ch; (ch = getopt_long(argc, argv, "p:o:re:j:h", lo, NULL)) != -1;) {
         switch (ch) {
         case 'p': o->profile = optarg; break;
         case 'o': o->out = optarg; break;
@@ -107,6 +112,7 @@ static void options(int argc, char **argv, opts *o, run *r)
         case 'P': o->provider = optarg; break;
         case 'C': o->compare = compare_mode(optarg); break;
         case 'S': o->serve = 1; break;
+        case 'j': o->jobs = num_opt("--jobs", optarg); break;
         case 'h': as_usage_exit(USAGE, 0);
         case 'V': as_version_exit();
         default: as_usage_exit(USAGE, AS_TROUBLE);
@@ -115,8 +121,10 @@ static void options(int argc, char **argv, opts *o, run *r)
     if (o->serve) {
         if (argc != optind || !o->profile || o->out || o->compare) as_usage_exit(USAGE, AS_TROUBLE);
         if (r->record || o->provider) as_die(AS_TROUBLE, "--serve serves replays: drop --record");
+        if (o->jobs > SERVE_MAX) as_die(AS_TROUBLE, "invalid --jobs: %ld (at most %d)", o->jobs, SERVE_MAX);
         return;
     }
+    if (o->jobs) as_die(AS_TROUBLE, "--jobs needs --serve");
     if (argc - optind != 1 || !o->profile || !o->out) as_usage_exit(USAGE, AS_TROUBLE);
     if (o->provider && !r->record) as_die(AS_TROUBLE, "--provider-script needs --record");
     if (o->compare && r->record) as_die(AS_TROUBLE, "--compare compares a replay: drop --record");
@@ -301,42 +309,103 @@ static int run_scenario(const opts *o, run *r, const char *scen)
     return rc;
 }
 
-// --serve (acpsnap-replay's runs at -j 1): each request on stdin, four
+// --serve (acpsnap-replay's replays): each request on stdin, four
 // NUL-terminated fields (the --compare mode or empty, OUTDIR, SCENARIO_DIR
 // and the file for the run's stderr), is run as acp-drive runs one, in a
 // fork of this process: no exec and no loader, which is most of what a new
-// acp-drive costs. Its exit status (128 + the signal when one ended it)
-// answers it on stdout, one line. Ends at the end of stdin.
+// acp-drive costs. Up to --jobs runs at once; each answers on stdout, once
+// it is over, with one line: its exit status (128 + the signal when one
+// ended it), a space and the request's number (0 the first). Ends at the
+// end of stdin, once the last run is over.
+typedef struct { pid_t pid; int fd; long seq; } served;   // fd: EOF when the run is over
+
+// A request's four fields at the front of in, when it holds them all: their
+// starts in f, and the bytes they take; 0 when it does not (yet).
+static size_t take_request(const as_buf *in, size_t at, char *f[4])
+{
+    size_t k = 0, i = at;
+    for (; k < 4; k++) {
+        char *z = memchr(in->p + i, '\0', in->n - i);
+        if (!z) return 0;
+        f[k] = in->p + i;
+        i = (size_t)(z - in->p) + 1;
+    }
+    return i - at;
+}
+
+static served serve_start(opts *o, const run *proto, char *f[4], long seq)
+{
+    int done[2];
+    if (pipe2(done, O_CLOEXEC)) as_die_sys("pipe");
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid < 0) as_die_sys("fork");
+    if (pid == 0) {   // (done[1] stays open, unseen by what it starts, until it exits)
+        close(done[0]);
+        int err = open(f[3], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+        if (err < 0) as_die_sys("open %s", f[3]);
+        int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+        if (nul < 0) as_die_sys("open /dev/null");
+        dup2(nul, 0); dup2(nul, 1); dup2(err, 2);
+        o->compare = *f[0] ? compare_mode(f[0]) : 0;
+        o->out = f[1];
+        run r = *proto;
+        exit(run_scenario(o, &r, f[2]));
+    }
+    close(done[1]);
+    return (served){ pid, done[0], seq };
+}
+
+static void serve_answer(const served *s)
+{
+    int st;
+    while (waitpid(s->pid, &st, 0) < 0)
+        if (errno != EINTR) as_die_sys("wait for a run");
+    close(s->fd);
+    printf("%d %ld\n", WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st), s->seq);
+    if (fflush(stdout)) as_die_sys("answer a request");
+}
+
 static int serve(opts *o, const run *proto)
 {
-    char *f[4] = {0};
-    size_t cap[4] = {0};
+    long jobs = o->jobs ? o->jobs : 1, seq = 0;
+    served runs[SERVE_MAX];
+    struct pollfd pf[SERVE_MAX + 1];
+    int nrun = 0, eof = 0;
+    as_buf in = {0};
+    size_t at = 0;
     for (;;) {
-        int k = 0;
-        while (k < 4 && getdelim(&f[k], &cap[k], '\0', stdin) > 0) k++;
-        if (k == 0 && feof(stdin)) break;
-        if (k < 4) as_die(AS_TROUBLE, "--serve: a request ends before its four fields");
-        fflush(stdout);
-        pid_t pid = fork();
-        if (pid < 0) as_die_sys("fork");
-        if (pid == 0) {
-            int err = open(f[3], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-            if (err < 0) as_die_sys("open %s", f[3]);
-            int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
-            if (nul < 0) as_die_sys("open /dev/null");
-            dup2(nul, 0); dup2(nul, 1); dup2(err, 2);
-            o->compare = *f[0] ? compare_mode(f[0]) : 0;
-            o->out = f[1];
-            run r = *proto;
-            exit(run_scenario(o, &r, f[2]));
+        char *f[4];
+        for (size_t k; nrun < jobs && (k = take_request(&in, at, f)); at += k)
+            runs[nrun++] = serve_start(o, proto, f, seq++);
+        if (eof && !nrun) break;
+        int np = 0;
+        if (!eof && nrun < jobs) pf[np++] = (struct pollfd){ .fd = 0, .events = POLLIN };
+        for (int i = 0; i < nrun; i++) pf[np++] = (struct pollfd){ .fd = runs[i].fd, .events = POLLIN };
+        if (poll(pf, (nfds_t)np, -1) < 0) {
+            if (errno == EINTR) continue;
+            as_die_sys("poll");
         }
-        int st;
-        while (waitpid(pid, &st, 0) < 0)
-            if (errno != EINTR) as_die_sys("wait for a run");
-        printf("%d\n", WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
-        if (fflush(stdout)) as_die_sys("answer a request");
+        int base = 0;
+        if (!eof && nrun < jobs) {
+            base = 1;
+            if (pf[0].revents) {
+                if (at) { memmove(in.p, in.p + at, in.n - at); in.n -= at; at = 0; }
+                char buf[65536];
+                ssize_t got = read(0, buf, sizeof buf);
+                if (got < 0 && errno != EINTR) as_die_sys("read a request");
+                if (got == 0) eof = 1;
+                if (got > 0) as_buf_put(&in, buf, (size_t)got);
+            }
+        }
+        for (int i = nrun - 1; i >= 0; i--) {
+            if (!pf[base + i].revents) continue;
+            serve_answer(&runs[i]);
+            runs[i] = runs[--nrun];
+        }
     }
-    for (int k = 0; k < 4; k++) free(f[k]);
+    if (in.n > at) as_die(AS_TROUBLE, "--serve: a request ends before its four fields");
+    as_buf_free(&in);
     return AS_OK;
 }
 

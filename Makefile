@@ -197,11 +197,17 @@ BATS_LIB_PATH ?= /usr/lib/bats
 export BATS_LIB_PATH
 BATS_JOBS ?= $(shell nproc 2>/dev/null || echo 1)
 bats_jobs = $(if $(filter-out 0 1,$(BATS_JOBS)),$(if $(shell parallel --version 2>/dev/null | grep -q 'GNU parallel' && echo y),--jobs $(BATS_JOBS) --no-parallelize-within-files))
+# With TESTS=test (the default) the suites go longest first, so that the
+# last to start is a short one: BATS_SLOW names those that take longest.
+BATS_SLOW ?= test/simd-layout.bats test/simd.bats test/hostile/atomic.bats test/fixture-guard.bats \
+	test/scrub-corpus.bats test/replay-derive-corpus.bats test/pipelines.bats test/codec-corpus.bats
+bats_files = $(if $(filter test,$(TESTS)),$(filter $(bats_all),$(BATS_SLOW)) $(filter-out $(BATS_SLOW),$(bats_all)),-r $(TESTS))
+bats_all = $(sort $(shell find test -name '*.bats'))
 check: $(PREP)
 	@$(MAKE) --no-print-directory all $(UNITS)
 	@for u in $(UNITS); do $$u || exit 1; done; [ -z "$(UNITS)" ] || echo "unit tests: ok"
 	@$(MAKE) --no-print-directory fuzz-smoke
-	ACPSNAP_BUILD=$(BUILD) bats $(bats_jobs) --formatter tap --print-output-on-failure -r $(TESTS)
+	ACPSNAP_BUILD=$(BUILD) bats $(bats_jobs) --formatter tap --print-output-on-failure $(bats_files)
 test: check
 
 # check-agents: the worked examples, real third-party agents under acpsnap
@@ -222,12 +228,18 @@ depcheck-agents:
 # check-simd: the scanner's instruction sets, each forced in turn
 # (ACPSNAP_SIMD, acpsnap(7)): the unit tests and every suite that parses JSON,
 # once per level this CPU runs; a level it lacks is named and skipped, and
-# so is the level auto picks (make check ran it) unless SIMD_ALL=1.
-# (test/simd.bats is not among them: it forces every level itself.)
+# so is the level auto picks (make check ran it) unless SIMD_ALL=1. Under
+# SANITIZE=1 without LeakSanitizer's check at exit (SIMD_LEAKS=1 keeps it):
+# what a run allocates does not depend on the level, and make check
+# SANITIZE=1 has checked the same suites for leaks; the check is most of a
+# short sanitized run's time.
+# (test/simd*.bats are not among them: they force every level themselves.)
 SIMD_LEVELS ?= avx512 avx2 sse2 scalar
-SIMD_TESTS  ?= test/codec-corpus.bats test/jsonl-pack.bats test/jsonl-project.bats \
-	test/scrub.bats test/scrub-corpus.bats test/replay-derive.bats test/replay-derive-corpus.bats \
-	test/jdiff.bats test/hostile/codec.bats test/hostile/scrub.bats test/fixture-guard-corpus.bats
+# (longest first)
+SIMD_TESTS  ?= test/scrub-corpus.bats test/replay-derive-corpus.bats test/codec-corpus.bats \
+	test/jsonl-pack.bats test/hostile/codec.bats test/jdiff.bats test/scrub.bats test/replay-derive.bats \
+	test/hostile/scrub.bats test/fixture-guard-corpus.bats test/jsonl-project.bats
+simd_env = $(if $(filter 1,$(SANITIZE)),$(if $(SIMD_LEAKS),,ASAN_OPTIONS=detect_leaks=0$(if $(ASAN_OPTIONS),:$(ASAN_OPTIONS))))
 check-simd: $(PREP)
 	@$(MAKE) --no-print-directory all $(UNITS)
 	@auto=$$($(BUILD)/test/simd_unit | sed -n 's/^simd_unit: ok (\([a-z0-9]*\);.*/\1/p'); \
@@ -238,7 +250,7 @@ check-simd: $(PREP)
 	    echo "== ACPSNAP_SIMD=$$l: the level auto picks here, which make check runs (SIMD_ALL=1 runs it again)"; continue; fi; \
 	  echo "== ACPSNAP_SIMD=$$l"; \
 	  for u in $(UNITS); do ACPSNAP_SIMD=$$l $$u || exit 1; done; \
-	  ACPSNAP_SIMD=$$l ACPSNAP_BUILD=$(BUILD) bats $(bats_jobs) --formatter tap --print-output-on-failure $(SIMD_TESTS) || exit 1; \
+	  ACPSNAP_SIMD=$$l ACPSNAP_BUILD=$(BUILD) $(simd_env) bats $(bats_jobs) --formatter tap --print-output-on-failure $(SIMD_TESTS) || exit 1; \
 	done
 
 unit: $(UNITS)
@@ -264,10 +276,14 @@ $(FUZZ)/libacpsnap.a: $(patsubst %.c,$(FUZZ)/obj/%.o,$(LIB_SRC))
 $(FUZZERS): $(FUZZ)/%: $(FUZZ)/obj/test/fuzz/%.o $(FUZZ)/libacpsnap.a $(FUZZ)/ldflags
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $(filter %.o %.a,$^) $(call libs_of,fuzz/$*)
 fuzz: $(FUZZERS)
-fuzz-smoke: $(FUZZERS)
+# The smoke runs once for a build of the fuzzers (its stamp, $(FUZZ)/smoke):
+# make check and make check SANITIZE=1 share them, sanitized both times.
+fuzz-smoke: $(FUZZ)/smoke
+$(FUZZ)/smoke: $(FUZZERS) $(wildcard test/fuzz/seeds-*/*)
 	@for f in $(FUZZERS); do n=$$(basename $$f); mkdir -p $(FUZZ)/corpus-$$n; \
 	  ASAN_OPTIONS=detect_leaks=0 $$f -runs=20000 -max_len=4096 $(FUZZ)/corpus-$$n test/fuzz/seeds-$$n >/dev/null 2>$(FUZZ)/$$n.log \
 	    || { cat $(FUZZ)/$$n.log; exit 1; }; echo "fuzz smoke: $$n ok"; done
+	@touch $@
 
 # bench: throughput against floors (cat, wc -l, zstd -d, jq), memory, latency
 # (test/bench/run.sh: BENCH_RUNS, BENCH_MB, BENCH_OUT...). bench-cmp: the

@@ -517,6 +517,27 @@ echo: $root"
     no_leftovers
 }
 
+@test "acp-drive: --serve passes SIGTERM on to its runs, waits for them, and ends by it" {
+    mkdir -p snap/slow; cp snap/s/session.jsonl snap/slow/
+    printf '{"steps":[{"op":"initialize"},{"op":"newSession"},{"op":"prompt","text":"await: %s/go"}]}' "$PWD" > snap/slow/input.json
+    mkfifo req
+    acp-drive -p fake.profile --serve --jobs 2 < req > answers 2> err &
+    local pid=$!
+    exec {w}> req
+    printf '%s\0' '' o0 snap/slow e0 >&$w
+    for ((i = 0; i < 600; i++)); do [ ! -s go.pid ] || break; sleep 0.05; done
+    [ -s go.pid ]
+    kill -TERM $pid
+    local st=0; wait $pid || st=$?
+    exec {w}>&-
+    assert_equal "$st" 143
+    assert_equal "$(cat answers)" ''
+    ! kill -0 "$(cat go.pid)" 2>/dev/null
+    run -0 cat e0
+    assert_output --partial 'interrupted by signal 15'
+    no_leftovers
+}
+
 @test "acp-drive: an agent command that is a script without its #! line cannot be started (posix_spawnp runs no /bin/sh in its stead)" {
     input '{"steps":[{"op":"initialize"}]}'
     printf 'echo started >&2\n' > nosb

@@ -366,6 +366,24 @@ static void serve_answer(const served *s)
     if (fflush(stdout)) as_die_sys("answer a request");
 }
 
+// A signal that ends the server (SIGTERM, SIGINT, SIGHUP) is passed on to
+// its runs, which end as an interrupted acp-drive does (their agents
+// stopped); once they are over, it ends the server. (One that comes just
+// before the server waits is seen when the next run ends.)
+static volatile sig_atomic_t serve_sig;
+static void on_serve_signal(int sig) { serve_sig = sig; }
+
+_Noreturn static void serve_abort(const served *runs, int nrun)
+{
+    int sig = serve_sig;
+    for (int i = 0; i < nrun; i++) kill(runs[i].pid, SIGTERM);
+    for (int i = 0; i < nrun; i++)
+        while (waitpid(runs[i].pid, NULL, 0) < 0 && errno == EINTR) {}
+    signal(sig, SIG_DFL);
+    raise(sig);
+    _exit(128 + sig);
+}
+
 static int serve(opts *o, const run *proto)
 {
     long jobs = o->jobs ? o->jobs : 1, seq = 0;
@@ -374,8 +392,14 @@ static int serve(opts *o, const run *proto)
     int nrun = 0, eof = 0;
     as_buf in = {0};
     size_t at = 0;
+    struct sigaction sa = { .sa_handler = on_serve_signal };   // (no SA_RESTART: poll returns)
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
     for (;;) {
         char *f[4];
+        if (serve_sig) serve_abort(runs, nrun);
         for (size_t k; nrun < jobs && (k = take_request(&in, at, f)); at += k)
             runs[nrun++] = serve_start(o, proto, f, seq++);
         if (eof && !nrun) break;

@@ -325,6 +325,7 @@ static size_t take_request(const as_buf *in, size_t at, char *f[4])
 {
     size_t k = 0, i = at;
     for (; k < 4; k++) {
+        if (i >= in->n) return 0;   // (nothing read yet: no buffer at all)
         char *z = memchr(in->p + i, '\0', in->n - i);
         if (!z) return 0;
         f[k] = in->p + i;

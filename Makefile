@@ -56,6 +56,9 @@ CFLAGS.curl       := $(call pc_cflags,libcurl)
 # replay-serve links it: its recording mode forwards to a live upstream.
 LIBS.libcurl      := $(call pc_libs,libcurl,-lcurl)
 CFLAGS.libcurl    := $(call pc_cflags,libcurl)
+# (the fuzzers link libzstd as it comes, whichever build's link.mk is read:
+# one fuzz build serves make check and make check SANITIZE=1)
+FUZZ_LIBS.zstd    := $(LIBS.zstd)
 
 # Start-up is most of what a short run costs (acp-drive and the agent for
 # each scenario, every filter of a pipeline), and the dynamic loader is much
@@ -264,7 +267,8 @@ FUZZ_SRC    := $(sort $(wildcard test/fuzz/*.c))
 FUZZERS     := $(patsubst test/fuzz/%.c,$(FUZZ)/%,$(FUZZ_SRC))
 FUZZ_OBJ    := $(patsubst %.c,$(FUZZ)/obj/%.o,$(LIB_SRC) $(FUZZ_SRC))
 FUZZ_CFLAGS_NOW  = $(FUZZ_CC) $(FUZZ_CFLAGS)
-FUZZ_LDFLAGS_NOW = $(FUZZ_CC) $(LIBS_NOW)
+fuzz_libs_of     = $(strip $(foreach u,$(call uses,fuzz/$(1)),$(or $(FUZZ_LIBS.$(u)),$(LIBS.$(u)))))
+FUZZ_LDFLAGS_NOW = $(FUZZ_CC) $(foreach f,$(FUZZ_SRC),$(call fuzz_libs_of,$(basename $(notdir $(f)))))
 $(eval $(call stamp,$(FUZZ)/cflags,FUZZ_CFLAGS_NOW))
 $(eval $(call stamp,$(FUZZ)/ldflags,FUZZ_LDFLAGS_NOW))
 $(FUZZ_OBJ): $(FUZZ)/obj/%.o: %.c $(FUZZ)/cflags
@@ -274,7 +278,7 @@ $(FUZZ_OBJ): $(FUZZ)/obj/%.o: %.c $(FUZZ)/cflags
 $(FUZZ)/libacpsnap.a: $(patsubst %.c,$(FUZZ)/obj/%.o,$(LIB_SRC))
 	rm -f $@; ar rcs $@ $^
 $(FUZZERS): $(FUZZ)/%: $(FUZZ)/obj/test/fuzz/%.o $(FUZZ)/libacpsnap.a $(FUZZ)/ldflags
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $(filter %.o %.a,$^) $(call libs_of,fuzz/$*)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $(filter %.o %.a,$^) $(call fuzz_libs_of,$*)
 fuzz: $(FUZZERS)
 # The smoke runs once for a build of the fuzzers (its stamp, $(FUZZ)/smoke):
 # make check and make check SANITIZE=1 share them, sanitized both times.

@@ -8,6 +8,7 @@
 #include "lint.h"
 #include "replay.h"
 #include "fsat.h"
+#include "confine.h"
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -54,6 +55,13 @@ static const char USAGE[] =
 
 static as_problems probs;   // quiet while --list resolves the pins
 
+// The lint of the tree being checked (NULL: none), and of the scenario
+// being checked (lint_now): the checks hand it the bytes of each file they
+// read whole, so that a file is read once. Its messages wait in lint_out
+// until the checks' are out.
+static as_lint *lint_tree, *lint_now;
+static as_buf lint_out;
+
 // A problem about the file name in directory dir (no line).
 #define PROBLEM_IN(dir, name, ...) do { char *p_ = as_path_join(dir, name); \
         as_problem(&probs, p_, 0, __VA_ARGS__); free(p_); } while (0)
@@ -70,6 +78,13 @@ enum { FX_LAYOUT = 1, FX_CONTENT = 2 };
 
 // The file being read (fsat.h): one window, reused from file to file.
 static as_lines rd;
+
+// Hands the file rd has read (name beneath dfd) to the lint when it holds
+// the whole of it; else the lint reads it later (as_lint_rest).
+static void lint_rd(int dfd, const char *name)
+{
+    if (lint_now && rd.whole && rd.eof) as_lint_file(lint_now, dfd, name, rd.b.p, rd.b.n);
+}
 
 // Opens name beneath directory dfd (path: for messages) as rd. Dies when it cannot.
 static void open_at(int dfd, const char *name, const char *path)
@@ -248,7 +263,7 @@ static int not_text(const char *path)
 // scanned line by line (a second time for the cwd tokens when it has some:
 // no read when the file fits the window); then the codec's check decodes it
 // and compares with what the window holds.
-static void check_fixture(int dfd, const char *name, const char *path, unsigned what, fxinfo *info)
+static void check_fixture(int dfd, const char *name, const char *path, unsigned what, fxinfo *info, int lint_it)
 {
     static fxscan x;
     memset(info, 0, sizeof *info);
@@ -262,6 +277,7 @@ static void check_fixture(int dfd, const char *name, const char *path, unsigned 
         each_line(private_cwd_line, (void *)path);
     }
     if (r != FX_DROP && !x.structural) fx_layout(&x);
+    if (lint_it) lint_rd(dfd, name);
     as_lines_close(&rd);
 }
 
@@ -319,6 +335,7 @@ static void check_stdout(int dfd, const char *path)
     const char *head;
     int empty = as_lines_head(&rd, 2, &head) == 1 && head[0] == '\n';
     if (!empty) each_line(stdout_line, (void *)path);
+    lint_rd(dfd, "stdout.expected.jsonl");
     as_lines_close(&rd);
 }
 
@@ -569,18 +586,40 @@ static void check_provider(int dfd, const char *path)
     provscan x = {path, 0};
     open_at(dfd, "provider.jsonl", path);
     each_line(provider_line, &x);
+    lint_rd(dfd, "provider.jsonl");
     as_lines_close(&rd);
     if (!x.n) as_problem(&probs, path, 0, "empty; the scenario has a model turn, which needs at least one entry");
 }
 
-// The contents of the fixtures present: session logs, stdout, the drive script.
+// input.json: loaded from its bytes when they are plain text, else as the
+// loader reads a file (decompressed, a NUL byte fatal).
+static void check_input(const scen *S, const char *path, as_buf *text)
+{
+    as_input in;
+    size_t problems = !as_zstd_magic(text->p, text->n) && !memchr(text->p, 0, text->n)
+                          ? as_input_take(path, text, &in, as_problem_report, &probs)
+                          : as_input_load(path, &in, as_problem_report, &probs);
+    if (!problems && !S->sc->sessionLog) as_input_log_waits(&in, as_problem_report, &probs);
+    as_input_free(&in);
+}
+
+// The contents of the fixtures present: session logs, stdout, the drive
+// script. The lint (lint_now) is handed each file read whole, the drive
+// script first (the temp paths it names).
 static void check_contents(scen *S, int dfd, const char *sdir, const inventory *iv)
 {
+    static as_buf input;
     unsigned what = FX_LAYOUT | FX_CONTENT;
     char *p;
+    if (iv->input) {
+        p = as_path_join(sdir, "input.json");
+        if (as_read_raw_at(dfd, "input.json", p, &input) < 0) as_die_sys("read %s", p);
+        free(p);
+        if (lint_now) as_lint_input(lint_now, dfd, input.p, input.n);
+    }
     if (iv->primary) {
         p = as_path_join(sdir, "session.jsonl");
-        check_fixture(dfd, "session.jsonl", p, what, &S->primary);
+        check_fixture(dfd, "session.jsonl", p, what, &S->primary, 1);
         free(p);
     }
     for (int c = 1; c <= iv->maxchild; c++) {
@@ -588,20 +627,18 @@ static void check_contents(scen *S, int dfd, const char *sdir, const inventory *
         fxinfo fi;
         struct stat st;
         snprintf(f, sizeof f, "session.%d.jsonl", c);
-        // a listed one is a regular file; another may be reached through a link
+        // a listed one is a regular file; another may be reached through a link (not linted)
         if (!iv->childseen[c] && !(fstatat(dfd, f, &st, 0) == 0 && S_ISREG(st.st_mode))) continue;
         p = as_path_join(sdir, f);
-        check_fixture(dfd, f, p, what, &fi);
+        check_fixture(dfd, f, p, what, &fi, iv->childseen[c]);
         free(p);
     }
     if (iv->out) { p = as_path_join(sdir, "stdout.expected.jsonl"); check_stdout(dfd, p); free(p); }
     if (iv->provider && S->sc->hasModelTurn) { p = as_path_join(sdir, "provider.jsonl"); check_provider(dfd, p); free(p); }
     if (iv->input) {
-        as_input in;
+        if (lint_now) as_lint_file(lint_now, dfd, "input.json", input.p, input.n);
         p = as_path_join(sdir, "input.json");
-        if (!as_input_load(p, &in, as_problem_report, &probs) && !S->sc->sessionLog)
-            as_input_log_waits(&in, as_problem_report, &probs);
-        as_input_free(&in);
+        check_input(S, p, &input);
         free(p);
     }
 }
@@ -629,6 +666,8 @@ static void check_scenario(const char *dir, int dirfd, scen *S)
         return;
     }
     S->exists = 1;
+    const char *why;
+    if (lint_tree && !as_name_check(sc->name, &why)) as_lint_begin(lint_now = lint_tree, sc->name, sdir);
     inventory iv = {0};
     list_files(d, sdir, &iv);
     for (size_t k = 0; k < iv.n; k++) take_file(S, &iv, sdir, iv.names[k]);
@@ -636,6 +675,11 @@ static void check_scenario(const char *dir, int dirfd, scen *S)
     int nchild = contiguous_children(sdir, &iv);
     S->nsess = iv.primary ? 1 + nchild : 0;
     check_contents(S, dfd, sdir, &iv);
+    if (lint_now) {
+        as_lint_rest(lint_now, dfd, iv.names, iv.n);
+        as_lint_end(lint_now, &lint_out);
+        lint_now = NULL;
+    }
     closedir(d);
     for (size_t k = 0; k < iv.n; k++) free(iv.names[k]);
     free(iv.names);
@@ -954,15 +998,16 @@ static void orphan_entry(const char *dir, const char *name, void *table)
 // ------------------------------------------------------------ two processes
 //
 // A tree of many scenarios is checked by two processes. After the walk of
-// the snapshots directory a worker is forked: it lints the tree, then takes
-// scenarios from the last one back while this process takes them from the
-// first on, until the two meet. The worker's messages go to files in memory
-// (its lint's, and its checks' scenario by scenario), which this process
-// prints where one process would have printed them: the worker's checks
-// after its own, in table order, then the pins and sidecars, then the lint.
-// So the output is the same wherever they met; and when the worker dies
-// (exit 2), its messages up to its death come where the one process would
-// have died.
+// the snapshots directory a worker is forked: it takes scenarios from the
+// last one back while this process takes them from the first on, until the
+// two meet. Each scenario's checks lint its files as they go (lint_now). The
+// worker's messages go to files in memory, scenario by scenario (its checks'
+// as it makes them, its lint's at its end), which this process prints where
+// one process would have printed them: the worker's checks after its own,
+// in table order, then the pins and sidecars, then the lint, scenario by
+// scenario. So the output is the same wherever they met; and when the
+// worker dies (exit 2), its messages up to its death come where the one
+// process would have died.
 
 enum { WORKER_MIN = 64 };      // fewer scenarios: not worth a fork
 static int serial;             // --serial: never fork
@@ -972,10 +1017,10 @@ typedef struct { off_t start, end; } segment;
 // What the worker leaves for this process, in shared memory.
 typedef struct {
     uint64_t claim;            // [lo, hi), lo | hi << 32: the scenarios neither has taken
-    long lint_count, check_count;   // its problems
-    int linted;                // its lint finished (else it died in it)
+    long count;                // its problems
     size_t dying;              // 1 + the scenario it is checking, 0 none: where it died
-    segment seg[];             // a scenario's messages in its check file
+    segment *lint;             // [n]: a scenario's lint messages in its lint file
+    segment seg[];             // [n]: a scenario's check messages in its check file
 } shared;
 
 typedef struct {
@@ -1008,29 +1053,43 @@ static size_t claim(shared *sh, int back)
 
 static off_t err_pos(void) { return lseek(2, 0, SEEK_CUR); }
 
-// The worker: messages to its files, the lint, then scenarios from the back.
-_Noreturn static void worker_run(const worker *w, pid_t parent, const char *dir, int dirfd, const as_table *t, scen *sv)
+// Checks scenario i, its lint's messages appended to lint_out at lint[i].
+static void check_one(const char *dir, int dirfd, scen *sv, size_t i, segment *lseg)
+{
+    lseg[i].start = (off_t)lint_out.n;
+    check_scenario(dir, dirfd, &sv[i]);
+    lseg[i].end = (off_t)lint_out.n;
+}
+
+// Writes b to fd, whole.
+static void put_all(int fd, const as_buf *b)
+{
+    for (size_t k = 0; k < b->n;) {
+        ssize_t w = write(fd, b->p + k, b->n - k);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) as_die_sys("write the worker's messages");
+        k += (size_t)w;
+    }
+}
+
+// The worker: messages to its files, scenarios from the back.
+_Noreturn static void worker_run(const worker *w, pid_t parent, const char *dir, int dirfd, scen *sv)
 {
     shared *sh = w->sh;
     prctl(PR_SET_PDEATHSIG, SIGKILL);   // this process died (exit 2): the worker goes too
     if (getppid() != parent) _exit(AS_TROUBLE);
     long before = probs.count;
-    if (lint) {
-        dup2(w->lint_fd, 2);
-        as_lint_tree(dir, t, &probs);
-    }
-    sh->lint_count = probs.count - before;
-    sh->linted = 1;
-    before = probs.count;
+    as_buf_reset(&lint_out);
     dup2(w->check_fd, 2);
     for (size_t i; (i = claim(sh, 1)) != SIZE_MAX;) {
         sh->seg[i].start = err_pos();
         sh->dying = i + 1;
-        check_scenario(dir, dirfd, &sv[i]);
+        check_one(dir, dirfd, sv, i, sh->lint);
         sh->dying = 0;
         sh->seg[i].end = err_pos();
     }
-    sh->check_count = probs.count - before;
+    put_all(w->lint_fd, &lint_out);
+    sh->count = probs.count - before;
     _exit(0);
 }
 
@@ -1042,21 +1101,28 @@ static void worker_free(worker *w)
     *w = (worker){0, -1, -1, NULL, 0};
 }
 
-// Forks a worker for the scenarios of t when they are many; w->pid 0 when
-// not (a failed fork too: one process gives the same output).
-static void worker_start(worker *w, const char *dir, int dirfd, const as_table *t, scen *sv)
+// Forks a worker for the n scenarios when they are many; w->pid 0 when not
+// (a failed fork too: one process gives the same output). Either way
+// w->sh->lint holds the lint segments of n scenarios.
+static void worker_start(worker *w, const char *dir, int dirfd, size_t n, scen *sv)
 {
     *w = (worker){0, -1, -1, NULL, 0};
-    if (serial || t->n < WORKER_MIN) return;
-    w->len = sizeof *w->sh + t->n * sizeof w->sh->seg[0];
+    int fork_it = !serial && n >= WORKER_MIN;
+    w->len = sizeof *w->sh + (fork_it ? n : 0) * sizeof w->sh->seg[0] + n * sizeof(segment);
     w->sh = shared_alloc(w->len);
-    w->sh->claim = (uint64_t)t->n << 32;
+    w->sh->claim = (uint64_t)n << 32;
+    w->sh->lint = (segment *)((char *)w->sh + w->len - n * sizeof(segment));
+    if (!fork_it) return;
     w->lint_fd = memfd_create("fixture-guard-lint", MFD_CLOEXEC);
     w->check_fd = memfd_create("fixture-guard-check", MFD_CLOEXEC);
     fflush(stdout);
     pid_t parent = getpid();
-    if (w->lint_fd < 0 || w->check_fd < 0 || (w->pid = fork()) < 0) { worker_free(w); return; }
-    if (w->pid == 0) worker_run(w, parent, dir, dirfd, t, sv);
+    if (w->lint_fd < 0 || w->check_fd < 0 || (w->pid = fork()) < 0) {
+        close(w->lint_fd), close(w->check_fd);
+        w->lint_fd = w->check_fd = -1, w->pid = 0;
+        return;
+    }
+    if (w->pid == 0) worker_run(w, parent, dir, dirfd, sv);
 }
 
 // Copies [from, to) of the worker's file fd to standard error (to -1: its end).
@@ -1092,22 +1158,32 @@ static void worker_checks(worker *w, size_t n)
         }
         copy_out(w->check_fd, sh->seg[i].start, sh->seg[i].end);
     }
-    if (WEXITSTATUS(st) && sh->linted) as_die(AS_TROUBLE, "internal error: the worker failed (exit %d)", WEXITSTATUS(st));
-    probs.count += sh->check_count;
+    if (WEXITSTATUS(st)) as_die(AS_TROUBLE, "internal error: the worker failed (exit %d)", WEXITSTATUS(st));
+    probs.count += sh->count;
 }
 
-// The worker's lint: its messages, or those up to where it died, and dying so.
-static void worker_lint(worker *w)
+// The lint's messages, scenario by scenario: this process's (lint_out) up
+// to where the two met, the worker's after.
+static void lint_messages(const worker *w, size_t n)
 {
-    copy_out(w->lint_fd, 0, -1);
-    if (!w->sh->linted) exit(AS_TROUBLE);
-    probs.count += w->sh->lint_count;
+    size_t first = w->pid ? w->sh->claim & 0xffffffff : n;
+    const segment *l = w->sh->lint;
+    if (lint_out.n) { fflush(stdout); fflush(stderr); }
+    for (size_t i = 0; i < n; i++) {
+        if (l[i].start == l[i].end) continue;
+        if (i >= first) { copy_out(w->lint_fd, l[i].start, l[i].end); continue; }
+        for (size_t k = (size_t)l[i].start, put; k < (size_t)l[i].end; k += put) {
+            ssize_t r = write(2, lint_out.p + k, (size_t)l[i].end - k);
+            if (r <= 0) return;   // as stderr drops what it cannot write
+            put = (size_t)r;
+        }
+    }
 }
 
 // ------------------------------------------------------------ one DIR, checked
 
 // Every check of a snapshots directory against its table, in message order,
-// then the lint (when lint is set).
+// then the lint's messages (when lint is set).
 static void check_dir(const char *dir, const as_table *t, scen *sv)
 {
     owned *ov = calloc(t->n + 1, sizeof *ov);
@@ -1115,13 +1191,15 @@ static void check_dir(const char *dir, const as_table *t, scen *sv)
     each_entry(dir, orphan_entry, (void *)t);
     int dirfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);   // no read permission needed
     if (dirfd < 0) as_die_sys("open directory %s", dir);
+    if (lint) lint_tree = as_lint_open(dir, &probs);
+    as_buf_reset(&lint_out);
     worker w;
-    worker_start(&w, dir, dirfd, t, sv);
+    worker_start(&w, dir, dirfd, t->n, sv);
     if (w.pid) {
-        for (size_t i; (i = claim(w.sh, 0)) != SIZE_MAX;) check_scenario(dir, dirfd, &sv[i]);
+        for (size_t i; (i = claim(w.sh, 0)) != SIZE_MAX;) check_one(dir, dirfd, sv, i, w.sh->lint);
         worker_checks(&w, t->n);
     } else {
-        for (size_t i = 0; i < t->n; i++) check_scenario(dir, dirfd, &sv[i]);
+        for (size_t i = 0; i < t->n; i++) check_one(dir, dirfd, sv, i, w.sh->lint);
     }
     close(dirfd);
     check_owned(dir, sv, ov, t->n);
@@ -1130,8 +1208,12 @@ static void check_dir(const char *dir, const as_table *t, scen *sv)
     for (size_t i = 0; i < t->n; i++) check_children(dir, sv, ov, i);
     for (size_t i = 0; i < t->n; i++) { as_buf_free(&ov[i].prompt); as_buf_free(&ov[i].schemas); }
     free(ov);
-    if (w.pid && lint) worker_lint(&w);
-    else if (lint) as_lint_tree(dir, t, &probs);
+    if (lint_tree) {
+        lint_messages(&w, t->n);
+        as_lint_close(lint_tree, t);
+        lint_tree = NULL;
+    }
+    as_buf_free(&lint_out);
     worker_free(&w);
 }
 
@@ -1197,7 +1279,7 @@ static void discover_file(const char *path)
     fxinfo fi;
     if (kind < 0) as_die_sys("read %s", path);
     if (kind == 2) as_problem(&probs, path, 0, "zstd-compressed session log; a committed log is plain JSONL (decompress it with jsonl-project)");
-    else if (kind == 1) check_fixture(AT_FDCWD, path, path, FX_LAYOUT, &fi);
+    else if (kind == 1) check_fixture(AT_FDCWD, path, path, FX_LAYOUT, &fi, 0);
 }
 
 static void walk(const char *dir);

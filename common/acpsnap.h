@@ -101,6 +101,11 @@ static inline void as_buf_putc(as_buf *b, char c)
 }
 void as_buf_puts(as_buf *b, const char *s);
 void as_buf_printf(as_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void as_buf_vprintf(as_buf *b, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
+// Appends what as_warn_at prints ("prog: file:line[:col]: message\n") to b,
+// for a message that is printed later, or elsewhere.
+void as_msg_at(as_buf *b, const char *file, long line, long col, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
 void as_buf_puti(as_buf *b, int64_t v);               // decimal integer
 static inline void as_buf_reset(as_buf *b) { b->n = 0; if (b->p) b->p[0] = 0; }
 void as_buf_free(as_buf *b);
@@ -135,6 +140,8 @@ void as_read_file(const char *path, as_buf *b);
 // its content: 0, or -1 (errno set) when path cannot be opened. Dies on a
 // read error.
 int as_read_raw(const char *path, as_buf *b);
+// The same for name beneath directory fd dfd (path: for messages).
+int as_read_raw_at(int dfd, const char *name, const char *path, as_buf *b);
 
 // ---------------------------------------------------------------- out.c
 // Output stops at a line boundary, on trouble too: a fatal exit (as_die*,

@@ -14,19 +14,25 @@ void as_buf_grow(as_buf *b, size_t extra)
 
 void as_buf_puts(as_buf *b, const char *s) { as_buf_put(b, s, strlen(s)); }
 
-void as_buf_printf(as_buf *b, const char *fmt, ...)
+void as_buf_vprintf(as_buf *b, const char *fmt, va_list ap)
 {
-    va_list ap, aq;
-    va_start(ap, fmt);
+    va_list aq;
     va_copy(aq, ap);
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
+    int n = vsnprintf(NULL, 0, fmt, aq);
+    va_end(aq);
     if (n > 0) {
         as_buf_grow(b, (size_t)n);
-        vsnprintf(b->p + b->n, (size_t)n + 1, fmt, aq);
+        vsnprintf(b->p + b->n, (size_t)n + 1, fmt, ap);
         b->n += (size_t)n;
     }
-    va_end(aq);
+}
+
+void as_buf_printf(as_buf *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    as_buf_vprintf(b, fmt, ap);
+    va_end(ap);
 }
 
 void as_buf_puti(as_buf *b, int64_t v)

@@ -43,6 +43,22 @@ static void vmsg(const char *file, long line, long col, const char *fmt, va_list
     fputc('\n', stderr);
 }
 
+void as_msg_at(as_buf *b, const char *file, long line, long col, const char *fmt, ...)
+{
+    va_list ap;
+    as_buf_printf(b, "%s: ", as_prog);
+    if (file) {
+        as_buf_printf(b, "%s:", file);
+        if (line > 0) as_buf_printf(b, "%ld:", line);
+        if (line > 0 && col > 0) as_buf_printf(b, "%ld:", col);
+        as_buf_putc(b, ' ');
+    }
+    va_start(ap, fmt);
+    as_buf_vprintf(b, fmt, ap);
+    va_end(ap);
+    as_buf_putc(b, '\n');
+}
+
 // The body of every varargs reporter below: the message of fmt and its arguments.
 #define VMSG(file, line, col) do { va_list ap; va_start(ap, fmt); vmsg(file, line, col, fmt, ap); va_end(ap); } while (0)
 

@@ -261,10 +261,10 @@ void as_read_file(const char *path, as_buf *b)
     as_in_close(in);
 }
 
-int as_read_raw(const char *path, as_buf *b)
+int as_read_raw_at(int dfd, const char *name, const char *path, as_buf *b)
 {
     as_buf_reset(b);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return -1;
     for (;;) {
         as_buf_grow(b, 65536);
@@ -278,3 +278,5 @@ int as_read_raw(const char *path, as_buf *b)
     close(fd);
     return 0;
 }
+
+int as_read_raw(const char *path, as_buf *b) { return as_read_raw_at(AT_FDCWD, path, path, b); }

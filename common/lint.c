@@ -12,6 +12,7 @@
 #include <fnmatch.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #ifdef __x86_64__
@@ -579,6 +580,7 @@ struct as_allow {
     char *path;
     allow_entry *v;
     size_t n;
+    unsigned char *shared;   // use marks in memory shared with forked processes (allow_share), or NULL
 };
 
 // A field as a message shows it: at most 32 bytes, control bytes as '?'.
@@ -650,7 +652,7 @@ static void allow_entry_parse(as_allow *a, const char *line, size_t len, long ln
 as_allow *as_allow_parse(const char *path, const char *text, size_t n)
 {
     as_allow *a = as_xmalloc(sizeof *a);
-    a->path = as_xstrdup(path), a->v = NULL, a->n = 0;
+    a->path = as_xstrdup(path), a->v = NULL, a->n = 0, a->shared = NULL;
     long ln = 0;
     for (size_t i = 0; i < n;) {
         const char *nl = memchr(text + i, '\n', n - i);
@@ -672,17 +674,29 @@ int as_allow_match(as_allow *a, const char *rel, long ln, int kind, const char *
         if (en->value && (en->prefix ? vn < en->vn : vn != en->vn)) continue;
         if (en->value && memcmp(en->value, v, en->vn)) continue;
         if (fnmatch(en->glob, rel, 0)) continue;
-        en->used++;
+        if (a->shared) __atomic_store_n(&a->shared[k], 1, __ATOMIC_RELAXED);
+        else en->used++;
         return 1;
     }
     return 0;
+}
+
+// The use marks from now on in memory a process forked later shares: an
+// entry one of them uses is used.
+static void allow_share(as_allow *a)
+{
+    if (!a || !a->n) return;
+    void *m = mmap(NULL, a->n, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) as_die(AS_TROUBLE, "out of memory");
+    a->shared = m;
+    for (size_t k = 0; k < a->n; k++) a->shared[k] = a->v[k].used != 0;
 }
 
 long as_allow_stale(const as_allow *a)
 {
     long stale = 0;
     for (size_t k = 0; a && k < a->n; k++)
-        if (!a->v[k].used) {
+        if (!(a->shared ? __atomic_load_n(&a->shared[k], __ATOMIC_RELAXED) : a->v[k].used)) {
             as_warn_at(a->path, a->v[k].src, 0, "warning: stale allow entry: it allows nothing; remove it");
             stale++;
         }
@@ -693,6 +707,7 @@ void as_allow_free(as_allow *a)
 {
     if (!a) return;
     for (size_t k = 0; k < a->n; k++) { free(a->v[k].glob); free(a->v[k].value); }
+    if (a->shared) munmap(a->shared, a->n);
     free(a->v);
     free(a->path);
     free(a);
@@ -700,52 +715,80 @@ void as_allow_free(as_allow *a)
 
 // ---------------------------------------------------------------- the tree
 
-// The scan of one file.
-typedef struct {
-    const char *path, *rel;     // dir/<scenario>/<file>, <scenario>/<file>
-    long ln;
-    const char *line;
+// A file's messages, kept until its scenario's end.
+typedef struct { char *name; as_buf msgs; } lintmsgs;
+
+struct as_lint {
+    char *dir;
     as_allow *allow;
     as_problems *probs;
-    char ***authored; size_t *nauthored;   // temp paths the drive script names
-    int collect;                // input.json's first pass: collect its temp paths
+    // the scenario being linted (as_lint_begin .. as_lint_end)
+    const char *scen, *sdir;
+    char **authored; size_t nauthored;   // temp paths its drive script names
+    char **done; size_t ndone;           // its files linted so far
+    lintmsgs *m; size_t nm;              // its files with messages
+    as_buf rel, path;
+};
+
+// The scan of one file.
+typedef struct {
+    as_lint *L;
+    const char *path, *rel;      // dir/<scenario>/<file>, <scenario>/<file>
+    long ln;
+    const char *line;
+    as_buf *msgs;                // where its messages go (NULL: none yet)
+    const char *name;            // its name, for its messages' place
+    int collect;                 // input.json's first pass: collect its temp paths
 } lintfile;
 
-static int authored(const lintfile *f, const char *v, size_t n)
+static int authored(const as_lint *L, const char *v, size_t n)
 {
-    for (size_t k = 0; k < *f->nauthored; k++)
-        if (strlen((*f->authored)[k]) == n && !memcmp((*f->authored)[k], v, n)) return 1;
+    for (size_t k = 0; k < L->nauthored; k++)
+        if (strlen(L->authored[k]) == n && !memcmp(L->authored[k], v, n)) return 1;
     return 0;
+}
+
+// The buffer for the messages of file f: one per file of the scenario.
+static as_buf *msgs_of(lintfile *f)
+{
+    if (f->msgs) return f->msgs;
+    as_lint *L = f->L;
+    L->m = as_xrealloc(L->m, (L->nm + 1) * sizeof *L->m);
+    lintmsgs *m = &L->m[L->nm++];
+    m->name = as_xstrdup(f->name);
+    m->msgs = (as_buf){0};
+    return f->msgs = &m->msgs;
 }
 
 // A hit in the file (an as_lint_fn).
 static void on_hit(void *ctx, const as_lint_hit *h)
 {
     lintfile *f = ctx;
+    as_lint *L = f->L;
     const char *v = f->line + h->off;
     if (f->collect) {
-        if (h->kind == AS_LK_TMP && !authored(f, v, h->len)) {
-            *f->authored = as_xrealloc(*f->authored, (*f->nauthored + 1) * sizeof **f->authored);
+        if (h->kind == AS_LK_TMP && !authored(L, v, h->len)) {
+            L->authored = as_xrealloc(L->authored, (L->nauthored + 1) * sizeof *L->authored);
             char *c = as_xmalloc(h->len + 1);
             memcpy(c, v, h->len);
             c[h->len] = 0;
-            (*f->authored)[(*f->nauthored)++] = c;
+            L->authored[L->nauthored++] = c;
         }
         return;
     }
-    if (h->kind == AS_LK_TMP && authored(f, v, h->len)) return;
-    if (as_allow_match(f->allow, f->rel, f->ln, h->kind, v, h->len)) return;
-    if (f->probs->quiet) return;
-    f->probs->count++;
+    if (h->kind == AS_LK_TMP && authored(L, v, h->len)) return;
+    if (as_allow_match(L->allow, f->rel, f->ln, h->kind, v, h->len)) return;
+    if (L->probs->quiet) return;
+    L->probs->count++;
     if (as_lint_secret(h->kind)) {
         // never the secret: its fixed prefix and a few bytes (at most a quarter), and its length
         size_t more = (h->len - h->pre) / 4 < 4 ? (h->len - h->pre) / 4 : 4;
-        as_warn_at(f->path, f->ln, (long)h->off + 1, "%s (%.*s…, %zu bytes) in a fixture; remove it (and revoke it)",
-                   h->what, (int)(h->pre + more), v, h->len);
+        as_msg_at(msgs_of(f), f->path, f->ln, (long)h->off + 1, "%s (%.*s…, %zu bytes) in a fixture; remove it (and revoke it)",
+                  h->what, (int)(h->pre + more), v, h->len);
     } else {
         int cut = h->len > 60;
-        as_warn_at(f->path, f->ln, (long)h->off + 1, "%s (%.*s%s) in a fixture; normalize it, or allow it in .acpsnap-allow",
-                   h->what, cut ? 60 : (int)h->len, v, cut ? "…" : "");
+        as_msg_at(msgs_of(f), f->path, f->ln, (long)h->off + 1, "%s (%.*s%s) in a fixture; normalize it, or allow it in .acpsnap-allow",
+                  h->what, cut ? 60 : (int)h->len, v, cut ? "…" : "");
     }
 }
 
@@ -757,48 +800,52 @@ static int header_line(const char *s, size_t n)
     return AS_TOK_IS(&j, as_json_get(&j, 0, "type"), "session");
 }
 
+// Line ln of the file; session fixtures (session: 1) know their header and body places.
+static void lint_one(lintfile *f, const char *line, size_t len, int session)
+{
+    f->ln++;
+    f->line = line;
+    unsigned fl = session ? (f->ln == 1 && header_line(line, len) ? AS_LF_HEADER : AS_LF_SESSION) : 0;
+    as_lint_line(line, len, fl, on_hit, f);
+}
+
+// Each line of text [0, n): as a line reader gives them, without their LF
+// (an unterminated last line too).
+static void lint_text(lintfile *f, const char *text, size_t n, int session)
+{
+    for (size_t i = 0; i < n;) {
+        const char *nl = memchr(text + i, '\n', n - i);
+        size_t e = nl ? (size_t)(nl - text) : n;
+        lint_one(f, text + i, e - i, session);
+        i = e + 1;
+    }
+}
+
+// Reads file name beneath directory dfd (f->path names it), zstd-compressed or not.
+static void lint_read(lintfile *f, int dfd, const char *name, int session)
+{
+    static as_lines rd;   // one window for every file
+    if (as_lines_open_at(&rd, dfd, name, f->path) < 0) as_die_sys("read %s", f->path);
+    const char *head, *line;
+    size_t got = as_lines_head(&rd, 4, &head), len;
+    if (as_zstd_magic(head, got)) {
+        as_lines_close(&rd);
+        as_in *in = as_in_open(f->path);
+        while (as_in_line(in, &line, &len)) lint_one(f, line, len, session);
+        as_in_close(in);
+        return;
+    }
+    for (int lf; as_lines_next(&rd, &line, &len, &lf);) lint_one(f, line, len, session);
+    as_lines_close(&rd);
+}
+
 static int ends(const char *s, const char *suf)
 {
     size_t n = strlen(s), k = strlen(suf);
     return n >= k && !strcmp(s + n - k, suf);
 }
 
-// Lints file name beneath directory dfd (f->path names it); session
-// fixtures (session: 1) know their header and body places.
-static void lint_file(lintfile *f, int dfd, const char *name, int session)
-{
-    static as_lines rd;   // one window for every file
-    if (as_lines_open_at(&rd, dfd, name, f->path) < 0) as_die_sys("read %s", f->path);
-    const char *head;
-    size_t got = as_lines_head(&rd, 4, &head);
-    f->ln = 0;
-    if (as_zstd_magic(head, got)) {
-        as_lines_close(&rd);
-        as_in *in = as_in_open(f->path);
-        const char *line;
-        size_t len;
-        while (as_in_line(in, &line, &len)) {
-            f->ln++;
-            f->line = line;
-            unsigned fl = session ? (f->ln == 1 && header_line(line, len) ? AS_LF_HEADER : AS_LF_SESSION) : 0;
-            as_lint_line(line, len, fl, on_hit, f);
-        }
-        as_in_close(in);
-        return;
-    }
-    const char *line;
-    size_t len;
-    for (int lf; as_lines_next(&rd, &line, &len, &lf);) {
-        f->ln++;
-        f->line = line;
-        unsigned fl = session ? (f->ln == 1 && header_line(line, len) ? AS_LF_HEADER : AS_LF_SESSION) : 0;
-        as_lint_line(line, len, fl, on_hit, f);
-    }
-    as_lines_close(&rd);
-}
-
-// 1 when file name f of a scenario is a committed fixture the lint reads.
-static int lint_name(const char *f)
+int as_lint_wants(const char *f)
 {
     if (f[0] == '.') return 0;
     return !strcmp(f, "input.json") || !strcmp(f, "provider.jsonl") || !strcmp(f, "replay.override.json")
@@ -807,54 +854,167 @@ static int lint_name(const char *f)
            || strstr(f, ".expected.") != NULL;
 }
 
-static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+as_lint *as_lint_open(const char *dir, as_problems *probs)
+{
+    as_lint *L = calloc(1, sizeof *L);
+    if (!L) as_die(AS_TROUBLE, "out of memory");
+    L->dir = as_xstrdup(dir);
+    L->probs = probs;
+    char *ap = as_path_join(dir, ".acpsnap-allow");
+    as_buf b = {0};
+    if (as_read_raw(ap, &b) == 0) {
+        if (memchr(b.p, 0, b.n)) as_die_at(ap, 0, 0, "a NUL byte; the allow-list is text");
+        L->allow = as_allow_parse(ap, b.p, b.n);
+        allow_share(L->allow);
+    } else if (errno != ENOENT) {
+        as_die_sys("read %s", ap);
+    }
+    as_buf_free(&b);
+    free(ap);
+    return L;
+}
 
-// A regular file beneath directory dfd, not a symbolic link (the guard
-// reports links; they are not read).
+void as_lint_begin(as_lint *L, const char *scenario, const char *sdir)
+{
+    L->scen = scenario, L->sdir = sdir;
+}
+
+// The scan of file name of the scenario (collect: its temp paths only).
+static void file_scan(as_lint *L, lintfile *f, const char *name, int collect)
+{
+    as_buf_reset(&L->path);
+    as_buf_printf(&L->path, "%s/%s", L->sdir, name);
+    as_buf_reset(&L->rel);
+    as_buf_printf(&L->rel, "%s/%s", L->scen, name);
+    *f = (lintfile){L, L->path.p, L->rel.p, 0, NULL, NULL, name, collect};
+}
+
+void as_lint_input(as_lint *L, int dfd, const char *text, size_t n)
+{
+    lintfile f;
+    file_scan(L, &f, "input.json", 1);
+    if (text && !as_zstd_magic(text, n)) lint_text(&f, text, n, 0);
+    else lint_read(&f, dfd, "input.json", 0);
+}
+
+void as_lint_file(as_lint *L, int dfd, const char *name, const char *text, size_t n)
+{
+    lintfile f;
+    int session = !strncmp(name, "session.", 8);
+    file_scan(L, &f, name, 0);
+    if (text && !as_zstd_magic(text, n)) lint_text(&f, text, n, session);
+    else lint_read(&f, dfd, name, session);
+    L->done = as_xrealloc(L->done, (L->ndone + 1) * sizeof *L->done);
+    L->done[L->ndone++] = as_xstrdup(name);
+}
+
+void as_lint_rest(as_lint *L, int dfd, char *const *names, size_t n)
+{
+    for (size_t k = 0; k < n; k++) {
+        int done = !as_lint_wants(names[k]);
+        for (size_t i = 0; i < L->ndone && !done; i++) done = !strcmp(L->done[i], names[k]);
+        if (!done) as_lint_file(L, dfd, names[k], NULL, 0);
+    }
+}
+
+static int by_msgs_name(const void *a, const void *b)
+{
+    return strcmp(((const lintmsgs *)a)->name, ((const lintmsgs *)b)->name);
+}
+
+// Writes b to fd, whole (as stderr does, it drops what it cannot write).
+static void put_all(int fd, const as_buf *b)
+{
+    for (size_t k = 0; k < b->n;) {
+        ssize_t w = write(fd, b->p + k, b->n - k);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return;
+        k += (size_t)w;
+    }
+}
+
+void as_lint_end(as_lint *L, as_buf *out)
+{
+    if (L->nm > 1) qsort(L->m, L->nm, sizeof *L->m, by_msgs_name);
+    for (size_t k = 0; k < L->nm; k++) {
+        as_buf_put(out, L->m[k].msgs.p, L->m[k].msgs.n);
+        as_buf_free(&L->m[k].msgs);
+        free(L->m[k].name);
+    }
+    for (size_t k = 0; k < L->nauthored; k++) free(L->authored[k]);
+    for (size_t k = 0; k < L->ndone; k++) free(L->done[k]);
+    L->nm = L->nauthored = L->ndone = 0;
+    L->scen = L->sdir = NULL;
+}
+
+// 1 when p beneath directory dfd is a regular file, not a symbolic link.
 static int plain_file(int dfd, const char *p)
 {
     struct stat st;
     return fstatat(dfd, p, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
 }
 
+void as_lint_close(as_lint *L, const as_table *t)
+{
+    const char *why;
+    // the configs the rows name, each once
+    for (size_t i = 0; i < t->n; i++) {
+        const char *c = t->v[i].configPath;
+        int seen = 0;
+        if (!c || as_name_check(c, &why)) continue;
+        for (size_t k = 0; k < i && !seen; k++) seen = t->v[k].configPath && !strcmp(t->v[k].configPath, c);
+        char *p = as_path_join(L->dir, c);
+        if (!seen && plain_file(AT_FDCWD, p)) {
+            as_buf msgs = {0};
+            lintfile f = {L, p, c, 0, NULL, &msgs, c, 0};
+            lint_read(&f, AT_FDCWD, p, 0);
+            if (msgs.n) { fflush(stdout); fflush(stderr); }
+            put_all(2, &msgs);
+            as_buf_free(&msgs);
+        }
+        free(p);
+    }
+    as_allow_stale(L->allow);
+    as_allow_free(L->allow);
+    free(L->authored);
+    free(L->done);
+    free(L->m);
+    as_buf_free(&L->rel);
+    as_buf_free(&L->path);
+    free(L->dir);
+    free(L);
+}
+
+static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
 // The fixtures of scenario name in dir (open as dirfd): its directory is
 // opened beneath dirfd (not through a link), its files beneath that.
-static void lint_scenario(const char *dir, int dirfd, const char *name, as_allow *allow, as_problems *probs)
+static void lint_scenario(as_lint *L, int dirfd, const char *name)
 {
     int dfd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     DIR *d = dfd < 0 ? NULL : fdopendir(dfd);
     if (!d) { if (dfd >= 0) close(dfd); return; }
-    char *sdir = as_path_join(dir, name);
+    char *sdir = as_path_join(L->dir, name);
     char **names = NULL;
     size_t nn = 0;
-    int known = 1;   // every name's type came from readdir: no lstat needed
+    int input = 0;
     for (struct dirent *e; (e = readdir(d));) {
-        if (!lint_name(e->d_name) || (e->d_type != DT_REG && e->d_type != DT_UNKNOWN)) continue;
+        if (!as_lint_wants(e->d_name) || (e->d_type != DT_REG && e->d_type != DT_UNKNOWN)) continue;
+        if (e->d_type == DT_UNKNOWN && !plain_file(dfd, e->d_name)) continue;
         names = as_xrealloc(names, (nn + 1) * sizeof *names);
         names[nn++] = as_xstrdup(e->d_name);
-        known = known && e->d_type == DT_REG;
+        input = input || !strcmp(e->d_name, "input.json");
     }
     if (nn) qsort(names, nn, sizeof *names, by_name);
-    char **auth = NULL;
-    size_t nauth = 0;
-    lintfile f = { 0 };
-    f.allow = allow, f.probs = probs, f.authored = &auth, f.nauthored = &nauth;
-    as_buf rel = {0};
-    for (int pass = 0; pass < 2; pass++)
-        for (size_t k = 0; k < nn; k++) {
-            if (pass == 0 && strcmp(names[k], "input.json")) continue;
-            if (!known && !plain_file(dfd, names[k])) continue;
-            char *p = as_path_join(sdir, names[k]);
-            as_buf_reset(&rel);
-            as_buf_printf(&rel, "%s/%s", name, names[k]);
-            f.path = p, f.rel = rel.p, f.collect = pass == 0;
-            lint_file(&f, dfd, names[k], !strncmp(names[k], "session.", 8));
-            free(p);
-        }
+    as_lint_begin(L, name, sdir);
+    if (input) as_lint_input(L, dfd, NULL, 0);
+    as_lint_rest(L, dfd, names, nn);
+    as_buf msgs = {0};
+    as_lint_end(L, &msgs);
+    if (msgs.n) { fflush(stdout); fflush(stderr); }
+    put_all(2, &msgs);
+    as_buf_free(&msgs);
     closedir(d);
-    as_buf_free(&rel);
-    for (size_t k = 0; k < nauth; k++) free(auth[k]);
-    free(auth);
     for (size_t k = 0; k < nn; k++) free(names[k]);
     free(names);
     free(sdir);
@@ -862,36 +1022,11 @@ static void lint_scenario(const char *dir, int dirfd, const char *name, as_allow
 
 void as_lint_tree(const char *dir, const as_table *t, as_problems *probs)
 {
-    char *ap = as_path_join(dir, ".acpsnap-allow");
-    as_allow *allow = NULL;
-    as_buf b = {0};
-    if (as_read_raw(ap, &b) == 0) {
-        if (memchr(b.p, 0, b.n)) as_die_at(ap, 0, 0, "a NUL byte; the allow-list is text");
-        allow = as_allow_parse(ap, b.p, b.n);
-    } else if (errno != ENOENT) {
-        as_die_sys("read %s", ap);
-    }
-    as_buf_free(&b);
+    as_lint *L = as_lint_open(dir, probs);
     const char *why;
     int dirfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);   // no read permission needed
     for (size_t i = 0; dirfd >= 0 && i < t->n; i++)
-        if (!as_name_check(t->v[i].name, &why)) lint_scenario(dir, dirfd, t->v[i].name, allow, probs);
+        if (!as_name_check(t->v[i].name, &why)) lint_scenario(L, dirfd, t->v[i].name);
     if (dirfd >= 0) close(dirfd);
-    // the configs the rows name, each once
-    for (size_t i = 0; i < t->n; i++) {
-        const char *c = t->v[i].configPath;
-        int seen = 0;
-        if (!c || as_name_check(c, &why)) continue;
-        for (size_t k = 0; k < i && !seen; k++) seen = t->v[k].configPath && !strcmp(t->v[k].configPath, c);
-        char *p = as_path_join(dir, c);
-        if (!seen && plain_file(AT_FDCWD, p)) {
-            size_t none = 0;
-            lintfile f = { p, c, 0, NULL, allow, probs, NULL, &none, 0 };
-            lint_file(&f, AT_FDCWD, p, 0);
-        }
-        free(p);
-    }
-    as_allow_stale(allow);
-    as_allow_free(allow);
-    free(ap);
+    as_lint_close(L, t);
 }

@@ -72,11 +72,32 @@ long as_allow_stale(const as_allow *a);
 void as_allow_free(as_allow *a);
 
 // ---------------------------------------------------------------- the tree
-// Lints every committed fixture file of every row of table t in snapshots
-// directory dir (the files fixture-guard(1) LINT names), with dir's
-// allow-list when it has one; each hit not allowed is a problem counted in
-// probs, reported as "dir/<scenario>/<file>:line:col: <what> in a fixture".
-// Dies (exit 2) on an unreadable file or a malformed allow-list.
+// The lint of a snapshots tree dir: every committed fixture file of every
+// row (the files fixture-guard(1) LINT names), with dir's allow-list when
+// it has one; each hit not allowed is a problem counted in probs, reported
+// as "dir/<scenario>/<file>:line:col: <what> in a fixture". Dies (exit 2)
+// on an unreadable file or a malformed allow-list.
 void as_lint_tree(const char *dir, const as_table *t, as_problems *probs);
+
+// The same lint, scenario by scenario, for a caller that reads the files
+// anyway and hands over their bytes. as_lint_open reads the allow-list;
+// its use marks are shared with processes forked after it. For each
+// scenario (name, its directory sdir, open as dfd): as_lint_begin; the drive
+// script's temp paths, which its other files may name, before any file
+// (as_lint_input, when it has input.json); each fixture file once
+// (as_lint_file: text, n its plain bytes, or text NULL to read it beneath
+// dfd; as_lint_rest for the files of a list not linted yet); then
+// as_lint_end appends the scenario's messages to out, file by file in name
+// order, whatever order the files came in. as_lint_close lints the configs
+// the rows of t name, warns about stale allow entries (stderr) and frees.
+typedef struct as_lint as_lint;
+as_lint *as_lint_open(const char *dir, as_problems *probs);
+int as_lint_wants(const char *name);   // 1: a file name the lint reads
+void as_lint_begin(as_lint *L, const char *scenario, const char *sdir);
+void as_lint_input(as_lint *L, int dfd, const char *text, size_t n);
+void as_lint_file(as_lint *L, int dfd, const char *name, const char *text, size_t n);
+void as_lint_rest(as_lint *L, int dfd, char *const *names, size_t n);
+void as_lint_end(as_lint *L, as_buf *out);
+void as_lint_close(as_lint *L, const as_table *t);
 
 #endif

@@ -670,9 +670,17 @@ static size_t check_client(as_input *in, int c, as_report_fn fn, void *ctx, as_b
 
 size_t as_input_load(const char *path, as_input *in, as_report_fn fn, void *ctx)
 {
+    as_buf src = {0};
+    as_read_file(path, &src);
+    return as_input_take(path, &src, in, fn, ctx);
+}
+
+size_t as_input_take(const char *path, as_buf *src, as_input *in, as_report_fn fn, void *ctx)
+{
     memset(in, 0, sizeof *in);
     in->path = as_xstrdup(path);
-    as_read_file(path, &in->src);
+    in->src = *src;
+    *src = (as_buf){0};
     as_buf msg = {0};
     size_t problems = 0;
     if (as_json_parse(&in->j, in->src.p ? in->src.p : "", in->src.n) < 0) {

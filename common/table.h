@@ -121,6 +121,10 @@ typedef struct {
 // is a fixture, not a table): returns the number of problems, each reported
 // (or fatal when report is NULL). On problems the script is not usable.
 size_t as_input_load(const char *path, as_input *in, as_report_fn report, void *ctx);
+// The same for the text of path read already: src, its bytes once
+// as_read_file would give them (decompressed, no NUL byte), taken over (src
+// is left empty).
+size_t as_input_take(const char *path, as_buf *src, as_input *in, as_report_fn report, void *ctx);
 void as_input_free(as_input *in);
 // The steps of a loaded script (no problems) that wait on the session log:
 // the durable-boundary waits, and a promptAndCancel without waitForFile. A

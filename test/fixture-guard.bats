@@ -670,12 +670,15 @@ fixture-guard: s/m090/input.json:1:13: not a text or zstd file (NUL byte at offs
     run -2 --separate-stderr fixture-guard --serial s
     assert_equal "$stderr" 'fixture-guard: s/m002/stdout.expected.jsonl:2: not a JSON object; stdout.expected.jsonl holds one normalized ACP frame per line
 fixture-guard: s/m090/input.json:1:13: not a text or zstd file (NUL byte at offset 12)'
-    # trouble in the lint comes after every check
+    # trouble in the lint stops the output where the lint meets it, in the
+    # scenario's checks, as a check's trouble does
     rm s/m090/input.json
     printf '\x28\xb5\x2f\xfdbad\n' > s/m050/replay.override.json
     run -2 --separate-stderr fixture-guard s
     local two=$stderr
     run -2 --separate-stderr fixture-guard --serial s
     assert_equal "$two" "$stderr"
-    assert_equal "$(printf '%s\n' "$stderr" | tail -1 | cut -d: -f2)" ' s/m050/replay.override.json'
+    assert_equal "$stderr" 'fixture-guard: s/m002/stdout.expected.jsonl:2: not a JSON object; stdout.expected.jsonl holds one normalized ACP frame per line
+fixture-guard: s/m050/replay.override.json: present but the row is not "overridden": true, and replay would apply it silently; set overridden or delete it
+fixture-guard: s/m050/replay.override.json: truncated zstd frame at byte offset 0'
 }

@@ -147,6 +147,28 @@ KEY=sk-0123456789abcdefABCDEF0123456789
     lint_says "fixture-guard: s/reasoning-turn/stdout.expected.jsonl:3:$(col reasoning-turn/stdout.expected.jsonl 3 /tmp/): a temp path (/tmp/dsh-escalated.txt) in a fixture; normalize it, or allow it in .acpsnap-allow"
 }
 
+@test "lint: the checks' run lints what --lint-only does, each file once, in name order, after the checks" {
+    plant text-turn/input.json 11 'Reply with' 'At 2026-11-30T23:05:01.123Z write /tmp/dsh-x.txt, then reply with'
+    plant text-turn/session.jsonl 4 'Reply with' 'In /home/alice/proj write /tmp/dsh-x.txt, reply with'
+    plant text-turn/stdout.expected.jsonl 2 '{{sessionId}}' '0f9eb2a7-4ba6-426f-98ed-86715ead0791'
+    printf '{"t":"/tmp/dsh-x.txt and /tmp/other"}\n' >> s/reasoning-turn/stdout.expected.jsonl
+    printf '{"Authorization":"Bearer abcdefghijklmnop0123"}\n' > s/text-turn/replay.override.json
+    run -1 --separate-stderr fixture-guard --lint-only s
+    local lint=$stderr
+    assert_equal "$lint" "fixture-guard: s/text-turn/input.json:11:$(col text-turn/input.json 11 2026-): an ISO-8601 timestamp (2026-11-30T23:05:01.123Z) in a fixture; normalize it, or allow it in .acpsnap-allow
+fixture-guard: s/text-turn/replay.override.json:1:19: a bearer token (Bearer abcd…, 27 bytes) in a fixture; remove it (and revoke it)
+fixture-guard: s/text-turn/session.jsonl:4:$(col text-turn/session.jsonl 4 /home/): a home path (/home/alice/proj) in a fixture; normalize it, or allow it in .acpsnap-allow
+fixture-guard: s/text-turn/stdout.expected.jsonl:2:48: a UUID (0f9eb2a7-4ba6-426f-98ed-86715ead0791) in a fixture; normalize it, or allow it in .acpsnap-allow
+fixture-guard: s/reasoning-turn/stdout.expected.jsonl:5:$(col reasoning-turn/stdout.expected.jsonl 5 /tmp/dsh): a temp path (/tmp/dsh-x.txt) in a fixture; normalize it, or allow it in .acpsnap-allow
+fixture-guard: s/reasoning-turn/stdout.expected.jsonl:5:$(col reasoning-turn/stdout.expected.jsonl 5 /tmp/other): a temp path (/tmp/other) in a fixture; normalize it, or allow it in .acpsnap-allow"
+    run -1 --separate-stderr fixture-guard --no-lint s
+    local checks=$stderr
+    [ -n "$checks" ]
+    run -1 --separate-stderr fixture-guard s
+    assert_equal "$stderr" "$checks
+$lint"
+}
+
 @test "lint: a config the table names is read" {
     printf 'api_key = 0123456789abcdef\n' >> s/terse.conf
     lint_says 'fixture-guard: s/terse.conf:3:11: an api-key value (0123…, 16 bytes) in a fixture; remove it (and revoke it)'

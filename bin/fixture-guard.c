@@ -86,10 +86,11 @@ static void lint_rd(int dfd, const char *name)
     if (lint_now && rd.whole && rd.eof) as_lint_file(lint_now, dfd, name, rd.b.p, rd.b.n);
 }
 
-// Opens name beneath directory dfd (path: for messages) as rd. Dies when it cannot.
+// Opens name beneath directory dfd (path: for messages) as rd, a regular
+// file (the callers have listed it so). Dies when it cannot.
 static void open_at(int dfd, const char *name, const char *path)
 {
-    if (as_lines_open_at(&rd, dfd, name, path) < 0) as_die_sys("read %s", path);
+    if (as_lines_open_reg(&rd, dfd, name, path) < 0) as_die_sys("read %s", path);
 }
 
 // Calls fn(ctx, line, len, lineno, has_lf) on each line of rd from where it
@@ -360,18 +361,17 @@ typedef struct {
 
 static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
-// Lists the regular files of directory d (named sdir) into iv, sorted for stable output.
 // ------------------------------------------------------------ links
 // Nothing the pipelines write through or read from a scenario directory is a
 // symbolic link (acpsnap-scenarios(5), TRUST MODEL): neither the directory
 // nor a file in it; workspace/ may hold links that stay inside it (acp-drive).
 
-// 1 when entry e of directory sdir is a symbolic link (reported).
-static int entry_link(const char *sdir, const struct dirent *e)
+// 1 when entry name (its type a DT_*) of directory sdir is a symbolic link (reported).
+static int entry_link(const char *sdir, const char *name, unsigned char type)
 {
     struct stat st;
-    char *p = as_path_join(sdir, e->d_name);
-    int link = e->d_type == DT_LNK || (e->d_type == DT_UNKNOWN && !lstat(p, &st) && S_ISLNK(st.st_mode));
+    char *p = as_path_join(sdir, name);
+    int link = type == DT_LNK || (type == DT_UNKNOWN && !lstat(p, &st) && S_ISLNK(st.st_mode));
     if (link) as_problem(&probs, p, 0, "a symbolic link; a scenario's files are regular files (links are not followed)");
     free(p);
     return link;
@@ -395,27 +395,33 @@ static void table_links(const char *dir, const as_table *t)
         char *sdir = as_path_join(dir, t->v[i].name);
         DIR *d = dir_link(sdir) ? NULL : opendir(sdir);
         for (struct dirent *e; d && (e = readdir(d));)
-            if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) entry_link(sdir, e);
+            if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) entry_link(sdir, e->d_name, e->d_type);
         if (d) closedir(d);
         free(sdir);
     }
 }
 
 // ------------------------------------------------------------ scenario files
-static void list_files(DIR *d, const char *sdir, inventory *iv)
+// A directory being listed (list_entry).
+typedef struct { const char *sdir; int dfd; inventory *iv; size_t cap; } listing;
+
+static void list_entry(void *ctx, const char *name, unsigned char type)
 {
-    size_t cap = 0;
-    for (struct dirent *e; (e = readdir(d));) {
-        if (e->d_name[0] == '.' && (!e->d_name[1] || (e->d_name[1] == '.' && !e->d_name[2]))) continue;
-        if (e->d_type != DT_REG && e->d_type != DT_LNK && e->d_type != DT_UNKNOWN) continue;
-        if (entry_link(sdir, e)) continue;
-        char *p = as_path_join(sdir, e->d_name);
-        int reg = e->d_type == DT_REG || as_is_file(p);
-        free(p);
-        if (!reg) continue;
-        if (iv->n == cap) { cap = cap ? 2 * cap : 16; iv->names = as_xrealloc(iv->names, cap * sizeof *iv->names); }
-        iv->names[iv->n++] = as_xstrdup(e->d_name);
-    }
+    listing *l = ctx;
+    inventory *iv = l->iv;
+    struct stat st;
+    if (type != DT_REG && type != DT_LNK && type != DT_UNKNOWN) return;
+    if (entry_link(l->sdir, name, type)) return;
+    if (type != DT_REG && !(fstatat(l->dfd, name, &st, 0) == 0 && S_ISREG(st.st_mode))) return;
+    if (iv->n == l->cap) { l->cap = l->cap ? 2 * l->cap : 16; iv->names = as_xrealloc(iv->names, l->cap * sizeof *iv->names); }
+    iv->names[iv->n++] = as_xstrdup(name);
+}
+
+// Lists the regular files of directory dfd (named sdir) into iv, sorted for stable output.
+static void list_files(int dfd, const char *sdir, inventory *iv)
+{
+    listing l = {sdir, dfd, iv, 0};
+    if (as_dir_each(dfd, list_entry, &l) < 0) as_die_sys("read directory %s", sdir);
     if (iv->n) qsort(iv->names, iv->n, sizeof *iv->names, by_name);
 }
 
@@ -613,7 +619,7 @@ static void check_contents(scen *S, int dfd, const char *sdir, const inventory *
     char *p;
     if (iv->input) {
         p = as_path_join(sdir, "input.json");
-        if (as_read_raw_at(dfd, "input.json", p, &input) < 0) as_die_sys("read %s", p);
+        if (as_read_raw_at(dfd, "input.json", p, &input, 1) < 0) as_die_sys("read %s", p);
         free(p);
         if (lint_now) as_lint_input(lint_now, dfd, input.p, input.n);
     }
@@ -650,15 +656,15 @@ static void check_scenario(const char *dir, int dirfd, scen *S)
     const as_scenario *sc = S->sc;
     char *sdir = as_path_join(dir, sc->name);
     struct stat st;
-    if (fstatat(dirfd, sc->name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode)) {
-        as_problem(&probs, sdir, 0, DIR_LINK);
-        free(sdir);
-        return;
-    }
-    int dfd = openat(dirfd, sc->name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    DIR *d = dfd < 0 ? NULL : fdopendir(dfd);
-    if (!d && dfd >= 0) { int e = errno; close(dfd); errno = e; }
-    if (!d) {
+    int dfd = openat(dirfd, sc->name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dfd < 0) {
+        int e = errno;
+        if (fstatat(dirfd, sc->name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode)) {
+            as_problem(&probs, sdir, 0, DIR_LINK);
+            free(sdir);
+            return;
+        }
+        errno = e;
         if (errno != ENOENT && errno != ENOTDIR) as_die_sys("open directory %s", sdir);
         as_problem(&probs, sdir, 0, "missing scenario directory for table row %ld; create it (input.json, stdout.expected.jsonl, %s) or drop the row",
                    sc->line, sc->sessionLog ? "session.jsonl" : "provider.jsonl");
@@ -669,7 +675,7 @@ static void check_scenario(const char *dir, int dirfd, scen *S)
     const char *why;
     if (lint_tree && !as_name_check(sc->name, &why)) as_lint_begin(lint_now = lint_tree, sc->name, sdir);
     inventory iv = {0};
-    list_files(d, sdir, &iv);
+    list_files(dfd, sdir, &iv);
     for (size_t k = 0; k < iv.n; k++) take_file(S, &iv, sdir, iv.names[k]);
     report_missing(sc, sdir, &iv);
     int nchild = contiguous_children(sdir, &iv);
@@ -680,7 +686,7 @@ static void check_scenario(const char *dir, int dirfd, scen *S)
         as_lint_end(lint_now, &lint_out);
         lint_now = NULL;
     }
-    closedir(d);
+    close(dfd);
     for (size_t k = 0; k < iv.n; k++) free(iv.names[k]);
     free(iv.names);
     free(iv.childseen);
@@ -995,6 +1001,29 @@ static void orphan_entry(const char *dir, const char *name, void *table)
     unreferenced_entry(dir, name, table);
 }
 
+// The entries of a snapshots directory no row names (orphan_entry), in
+// name order: those a row names are passed over as they are read.
+typedef struct { const as_table *t; char **names; size_t n, cap; } orphans;
+
+static void orphan_candidate(void *ctx, const char *name, unsigned char type)
+{
+    orphans *o = ctx;
+    if (!staging_name(name) && as_table_find(o->t, name)) return;
+    if (o->n == o->cap) { o->cap = o->cap ? 2 * o->cap : 16; o->names = as_xrealloc(o->names, o->cap * sizeof *o->names); }
+    o->names[o->n++] = as_xstrdup(name);
+}
+
+static void each_orphan(const char *dir, const as_table *t)
+{
+    orphans o = {t, NULL, 0, 0};
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0 || as_dir_each(fd, orphan_candidate, &o) < 0) as_die_sys("open directory %s", dir);
+    close(fd);
+    if (o.n) qsort(o.names, o.n, sizeof *o.names, by_name);
+    for (size_t k = 0; k < o.n; k++) { orphan_entry(dir, o.names[k], (void *)t); free(o.names[k]); }
+    free(o.names);
+}
+
 // ------------------------------------------------------------ two processes
 //
 // A tree of many scenarios is checked by two processes. After the walk of
@@ -1188,7 +1217,7 @@ static void check_dir(const char *dir, const as_table *t, scen *sv)
 {
     owned *ov = calloc(t->n + 1, sizeof *ov);
     if (!ov) as_die(AS_TROUBLE, "out of memory");
-    each_entry(dir, orphan_entry, (void *)t);
+    each_orphan(dir, t);
     int dirfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);   // no read permission needed
     if (dirfd < 0) as_die_sys("open directory %s", dir);
     if (lint) lint_tree = as_lint_open(dir, &probs);

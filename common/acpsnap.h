@@ -140,8 +140,10 @@ void as_read_file(const char *path, as_buf *b);
 // its content: 0, or -1 (errno set) when path cannot be opened. Dies on a
 // read error.
 int as_read_raw(const char *path, as_buf *b);
-// The same for name beneath directory fd dfd (path: for messages).
-int as_read_raw_at(int dfd, const char *name, const char *path, as_buf *b);
+// The same for name beneath directory fd dfd (path: for messages). reg 1:
+// the caller knows it is a regular file, and a short read is its end (see
+// as_lines_open_reg, fsat.h).
+int as_read_raw_at(int dfd, const char *name, const char *path, as_buf *b, int reg);
 
 // ---------------------------------------------------------------- out.c
 // Output stops at a line boundary, on trouble too: a fatal exit (as_die*,

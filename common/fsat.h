@@ -23,11 +23,18 @@ typedef struct {
     size_t pos;
     int eof;                      // the file's end is in the window
     int whole;                    // the window starts at the file's start
+    int reg;                      // a regular file: a short read is its end
 } as_lines;
 
 // Opens name beneath directory fd dfd (AT_FDCWD: the current directory;
 // symbolic links followed, as open(2) does). 0, or -1 with errno.
 int as_lines_open_at(as_lines *r, int dfd, const char *name, const char *path);
+// The same for a file the caller knows is a regular file (it listed it so):
+// a read(2) that returns less than it asked for is the file's end, as POSIX
+// has it for a regular file (a signal handler could cut a read short, and
+// these tools install none), so a file that fits the window takes one
+// read, not two.
+int as_lines_open_reg(as_lines *r, int dfd, const char *name, const char *path);
 // The next line: 1 and *line, *len, *has_lf (valid until the next call),
 // or 0 at the end. Dies ("unable to read <path>") on a read error.
 int as_lines_next(as_lines *r, const char **line, size_t *len, int *has_lf);
@@ -38,5 +45,11 @@ size_t as_lines_head(as_lines *r, size_t min, const char **p);
 void as_lines_rewind(as_lines *r);
 // Closes the file; the window stays for the next one.
 void as_lines_close(as_lines *r);
+
+// Calls fn(ctx, name, type) for each entry of the directory open as dfd
+// but "." and ".." (type a DT_* of dirent.h, DT_UNKNOWN when the file
+// system does not tell), reading it with getdents64(2): no DIR, no
+// allocation. 0, or -1 with errno.
+int as_dir_each(int dfd, void (*fn)(void *ctx, const char *name, unsigned char type), void *ctx);
 
 #endif

@@ -261,22 +261,24 @@ void as_read_file(const char *path, as_buf *b)
     as_in_close(in);
 }
 
-int as_read_raw_at(int dfd, const char *name, const char *path, as_buf *b)
+int as_read_raw_at(int dfd, const char *name, const char *path, as_buf *b, int reg)
 {
     as_buf_reset(b);
     int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return -1;
     for (;;) {
         as_buf_grow(b, 65536);
-        ssize_t r = read(fd, b->p + b->n, b->cap - b->n - 1);
+        size_t want = b->cap - b->n - 1;
+        ssize_t r = read(fd, b->p + b->n, want);
         if (r < 0 && errno == EINTR) continue;
         if (r < 0) as_die_sys("read %s", path);
         if (r == 0) break;
         b->n += (size_t)r;
+        if (reg && (size_t)r < want) break;
     }
     b->p[b->n] = 0;
     close(fd);
     return 0;
 }
 
-int as_read_raw(const char *path, as_buf *b) { return as_read_raw_at(AT_FDCWD, path, path, b); }
+int as_read_raw(const char *path, as_buf *b) { return as_read_raw_at(AT_FDCWD, path, path, b, 0); }

@@ -825,7 +825,7 @@ static void lint_text(lintfile *f, const char *text, size_t n, int session)
 static void lint_read(lintfile *f, int dfd, const char *name, int session)
 {
     static as_lines rd;   // one window for every file
-    if (as_lines_open_at(&rd, dfd, name, f->path) < 0) as_die_sys("read %s", f->path);
+    if (as_lines_open_reg(&rd, dfd, name, f->path) < 0) as_die_sys("read %s", f->path);
     const char *head, *line;
     size_t got = as_lines_head(&rd, 4, &head), len;
     if (as_zstd_magic(head, got)) {
@@ -883,9 +883,13 @@ void as_lint_begin(as_lint *L, const char *scenario, const char *sdir)
 static void file_scan(as_lint *L, lintfile *f, const char *name, int collect)
 {
     as_buf_reset(&L->path);
-    as_buf_printf(&L->path, "%s/%s", L->sdir, name);
+    as_buf_puts(&L->path, L->sdir);
+    as_buf_putc(&L->path, '/');
+    as_buf_puts(&L->path, name);
     as_buf_reset(&L->rel);
-    as_buf_printf(&L->rel, "%s/%s", L->scen, name);
+    as_buf_puts(&L->rel, L->scen);
+    as_buf_putc(&L->rel, '/');
+    as_buf_puts(&L->rel, name);
     *f = (lintfile){L, L->path.p, L->rel.p, 0, NULL, NULL, name, collect};
 }
 

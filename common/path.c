@@ -3,6 +3,7 @@
 #include "acpsnap.h"
 #include "fsat.h"
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,8 +53,15 @@ int as_lines_open_at(as_lines *r, int dfd, const char *name, const char *path)
 {
     r->fd = openat(dfd, name, O_RDONLY | O_CLOEXEC);
     r->path = path;
-    r->b.n = 0, r->pos = 0, r->eof = 0, r->whole = 1;
+    r->b.n = 0, r->pos = 0, r->eof = 0, r->whole = 1, r->reg = 0;
     return r->fd < 0 ? -1 : 0;
+}
+
+int as_lines_open_reg(as_lines *r, int dfd, const char *name, const char *path)
+{
+    int rc = as_lines_open_at(r, dfd, name, path);
+    r->reg = 1;
+    return rc;
 }
 
 // Reads more of the file after what the window holds, keeping [pos, n).
@@ -68,10 +76,11 @@ static void lines_fill(as_lines *r)
     }
     as_buf_grow(&r->b, r->b.cap - r->b.n > 4096 ? r->b.cap - r->b.n - 1 : 262144);
     for (;;) {
-        ssize_t got = read(r->fd, r->b.p + r->b.n, r->b.cap - r->b.n - 1);
+        size_t want = r->b.cap - r->b.n - 1;
+        ssize_t got = read(r->fd, r->b.p + r->b.n, want);
         if (got < 0 && errno == EINTR) continue;
         if (got < 0) as_die_sys("read %s", r->path);
-        if (got == 0) r->eof = 1;
+        if (got == 0 || (r->reg && (size_t)got < want)) r->eof = 1;
         r->b.n += (size_t)got;
         r->b.p[r->b.n] = 0;
         return;
@@ -116,4 +125,30 @@ void as_lines_close(as_lines *r)
 {
     if (r->fd >= 0) close(r->fd);
     r->fd = -1;
+}
+
+// The kernel's record (getdents64(2)); glibc declares the call, not the record.
+struct as_dirent64 {
+    uint64_t ino;
+    int64_t off;
+    unsigned short reclen;
+    unsigned char type;
+    char name[];
+};
+
+int as_dir_each(int dfd, void (*fn)(void *ctx, const char *name, unsigned char type), void *ctx)
+{
+    union { char b[16384]; struct as_dirent64 align; } u;
+    for (;;) {
+        ssize_t got = getdents64(dfd, u.b, sizeof u.b);
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0) return -1;
+        if (got == 0) return 0;
+        for (ssize_t k = 0; k < got;) {
+            const struct as_dirent64 *e = (const struct as_dirent64 *)(u.b + k);
+            const char *n = e->name;
+            if (!(n[0] == '.' && (!n[1] || (n[1] == '.' && !n[2])))) fn(ctx, n, e->type);
+            k += e->reclen;
+        }
+    }
 }

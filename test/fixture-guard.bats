@@ -622,6 +622,21 @@ fixture-guard: s/no-model/stdout.expected.jsonl: missing; every scenario needs i
     assert_equal "$stderr" 'fixture-guard: s/scenarios.jsonl:6: field "workspaceParent" "/etc" must be "$TMPDIR" or "$HOME", optionally followed by /<relative path>: it is not "$TMPDIR" or "$HOME"'
 }
 
+@test "a session fixture larger than the read window is checked and linted to its last line" {
+    local f=s/plain-turn/session.jsonl pad i
+    pad=$(head -c 3000 /dev/zero | tr '\0' x)
+    { head -2 "$f"
+      for ((i = 0; i < 400; i++)); do printf '{"type":"user/message","data":{"content":[{"type":"text","text":"%s"}]}}\n' "$pad"; done
+      printf '{"type":"user/message","data":{"content":[{"type":"text","text":"in /home/alice/p"}]}}\n'
+      tail -1 "$f"; } > "$f.new"
+    mv "$f.new" "$f"
+    [ "$(stat -c %s "$f")" -gt 1048576 ]
+    guard_says 'fixture-guard: s/plain-turn/session.jsonl:403:69: a home path (/home/alice/p) in a fixture; normalize it, or allow it in .acpsnap-allow'
+    printf '{"type":"user/message"}\r\n' >> "$f"
+    guard_says 'fixture-guard: s/plain-turn/session.jsonl:405: CR-LF line ending; fixtures use LF only' \
+        'fixture-guard: s/plain-turn/session.jsonl:403:69: a home path (/home/alice/p) in a fixture; normalize it, or allow it in .acpsnap-allow'
+}
+
 # ---------------------------------------------------------------- two processes
 
 # many_scenarios N: s holds N scenarios, copies of the suite's no-model one

@@ -22,31 +22,44 @@ static void report(as_report_fn fn, void *ctx, const char *file, long line, as_b
 // ------------------------------------------------------------------ the table
 
 enum { T_BOOL, T_STR, T_IDX, T_UINT, T_ENV };
+#define FIELD(key, bit, type) {key, sizeof key - 1, bit, type}
 static const struct field {
-    const char *key; unsigned bit; int type;
+    const char *key; size_t n; unsigned bit; int type;
 } fields[] = {
-    {"name", AS_F_NAME, T_STR},
-    {"hasModelTurn", AS_F_HASMODELTURN, T_BOOL},
-    {"recorded", AS_F_RECORDED, T_BOOL},
-    {"comparesLog", AS_F_COMPARESLOG, T_BOOL},
-    {"overridden", AS_F_OVERRIDDEN, T_BOOL},
-    {"pinsHeader", AS_F_PINSHEADER, T_BOOL},
-    {"headerClass", AS_F_HEADERCLASS, T_STR},
-    {"systemPromptSource", AS_F_PROMPTSRC, T_STR},
-    {"toolSchemasSource", AS_F_SCHEMASRC, T_STR},
-    {"pinsChildToolSchemas", AS_F_CHILDSCHEMAS, T_IDX},
-    {"pinsChildSystemPrompts", AS_F_CHILDPROMPTS, T_IDX},
-    {"expectedHeaderChanges", AS_F_HEADERCHANGES, T_UINT},
-    {"workspaceParent", AS_F_WORKSPACEPARENT, T_STR},
-    {"posixOnly", AS_F_POSIXONLY, T_BOOL},
-    {"pwshOnly", AS_F_PWSHONLY, T_BOOL},
-    {"env", AS_F_ENV, T_ENV},
-    {"configPath", AS_F_CONFIGPATH, T_STR},
-    {"prepareWorkspace", AS_F_PREPARE, T_BOOL},
-    {"pinsNativeWindowsStdout", AS_F_WINSTDOUT, T_BOOL},
-    {"sessionLog", AS_F_SESSIONLOG, T_BOOL},
+    FIELD("name", AS_F_NAME, T_STR),
+    FIELD("hasModelTurn", AS_F_HASMODELTURN, T_BOOL),
+    FIELD("recorded", AS_F_RECORDED, T_BOOL),
+    FIELD("comparesLog", AS_F_COMPARESLOG, T_BOOL),
+    FIELD("overridden", AS_F_OVERRIDDEN, T_BOOL),
+    FIELD("pinsHeader", AS_F_PINSHEADER, T_BOOL),
+    FIELD("headerClass", AS_F_HEADERCLASS, T_STR),
+    FIELD("systemPromptSource", AS_F_PROMPTSRC, T_STR),
+    FIELD("toolSchemasSource", AS_F_SCHEMASRC, T_STR),
+    FIELD("pinsChildToolSchemas", AS_F_CHILDSCHEMAS, T_IDX),
+    FIELD("pinsChildSystemPrompts", AS_F_CHILDPROMPTS, T_IDX),
+    FIELD("expectedHeaderChanges", AS_F_HEADERCHANGES, T_UINT),
+    FIELD("workspaceParent", AS_F_WORKSPACEPARENT, T_STR),
+    FIELD("posixOnly", AS_F_POSIXONLY, T_BOOL),
+    FIELD("pwshOnly", AS_F_PWSHONLY, T_BOOL),
+    FIELD("env", AS_F_ENV, T_ENV),
+    FIELD("configPath", AS_F_CONFIGPATH, T_STR),
+    FIELD("prepareWorkspace", AS_F_PREPARE, T_BOOL),
+    FIELD("pinsNativeWindowsStdout", AS_F_WINSTDOUT, T_BOOL),
+    FIELD("sessionLog", AS_F_SESSIONLOG, T_BOOL),
 };
 #define NFIELDS (sizeof fields / sizeof fields[0])
+
+// The field key token kt names, or NULL: a key without escapes by its bytes.
+static const struct field *field_of(const as_json *j, int kt)
+{
+    const as_tok *t = &j->t[kt];
+    size_t len = t->end - t->start - 2;
+    const char *ks = j->s + t->start + 1;
+    for (size_t i = 0; i < NFIELDS; i++)
+        if (t->esc ? as_json_streq(j, kt, fields[i].key) : fields[i].n == len && !memcmp(fields[i].key, ks, len))
+            return &fields[i];
+    return NULL;
+}
 
 static const char *type_name(int t)
 {
@@ -59,13 +72,17 @@ static const char *type_name(int t)
     }
 }
 
-static char *tokstr(const as_json *j, int tok)
+// The decoded string token tok, in a block of its size (nul: set to 1 when
+// it holds a NUL byte).
+static char *tokstr_nul(const as_json *j, int tok, int *nul)
 {
     as_buf b = {0};
     as_json_str(j, tok, &b);
-    if (!b.p) as_buf_grow(&b, 1);
-    return b.p;
+    if (nul) *nul = b.n && memchr(b.p, 0, b.n);
+    return b.p ? as_xrealloc(b.p, b.n + 1) : as_xstrdup("");
 }
+
+static char *tokstr(const as_json *j, int tok) { return tokstr_nul(j, tok, NULL); }
 
 // 1 when string token tok decodes to bytes holding a NUL, which a C string
 // (and a shell reading jq's output) would cut or drop.
@@ -101,14 +118,17 @@ static int take(const as_json *j, int v, const struct field *f, as_scenario *sc)
         return 1;
     }
     case T_STR: {
-        if (t->type != AS_JSTR || t->end - t->start <= 2 || has_nul(j, v)) return 0;
+        if (t->type != AS_JSTR || t->end - t->start <= 2) return 0;
+        int nul;
+        char *v8 = tokstr_nul(j, v, &nul);
+        if (nul) { free(v8); return 0; }
         char **dst = f->bit == AS_F_NAME ? &sc->name
                    : f->bit == AS_F_HEADERCLASS ? &sc->headerClass
                    : f->bit == AS_F_PROMPTSRC ? &sc->systemPromptSource
                    : f->bit == AS_F_SCHEMASRC ? &sc->toolSchemasSource
                    : f->bit == AS_F_WORKSPACEPARENT ? &sc->workspaceParent
                    : &sc->configPath;
-        *dst = tokstr(j, v);
+        *dst = v8;
         return 1;
     }
     case T_UINT: {
@@ -274,9 +294,7 @@ size_t as_table_load(const char *path, as_table *t, as_report_fn fn, void *ctx)
         sc.line = ln;
         sc.valid = 1;
         for (int kt = as_json_firstkey(&j, 0); kt >= 0; kt = as_json_nextkey(&j, kt)) {
-            const struct field *f = NULL;
-            for (size_t i = 0; i < NFIELDS && !f; i++)
-                if (as_json_streq(&j, kt, fields[i].key)) f = &fields[i];
+            const struct field *f = field_of(&j, kt);
             if (!f) {
                 as_buf_puts(&msg, "unknown field ");
                 as_buf_put(&msg, as_tok_p(&j, kt), as_tok_len(&j, kt));

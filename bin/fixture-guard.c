@@ -1090,17 +1090,6 @@ static void check_one(const char *dir, int dirfd, scen *sv, size_t i, segment *l
     lseg[i].end = (off_t)lint_out.n;
 }
 
-// Writes b to fd, whole.
-static void put_all(int fd, const as_buf *b)
-{
-    for (size_t k = 0; k < b->n;) {
-        ssize_t w = write(fd, b->p + k, b->n - k);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) as_die_sys("write the worker's messages");
-        k += (size_t)w;
-    }
-}
-
 // The worker: messages to its files, scenarios from the back.
 _Noreturn static void worker_run(const worker *w, pid_t parent, const char *dir, int dirfd, scen *sv)
 {
@@ -1117,7 +1106,7 @@ _Noreturn static void worker_run(const worker *w, pid_t parent, const char *dir,
         sh->dying = 0;
         sh->seg[i].end = err_pos();
     }
-    put_all(w->lint_fd, &lint_out);
+    if (as_write_all(w->lint_fd, lint_out.p, lint_out.n) < 0) as_die_sys("write the worker's messages");
     sh->count = probs.count - before;
     _exit(0);
 }
@@ -1200,12 +1189,8 @@ static void lint_messages(const worker *w, size_t n)
     if (lint_out.n) { fflush(stdout); fflush(stderr); }
     for (size_t i = 0; i < n; i++) {
         if (l[i].start == l[i].end) continue;
-        if (i >= first) { copy_out(w->lint_fd, l[i].start, l[i].end); continue; }
-        for (size_t k = (size_t)l[i].start, put; k < (size_t)l[i].end; k += put) {
-            ssize_t r = write(2, lint_out.p + k, (size_t)l[i].end - k);
-            if (r <= 0) return;   // as stderr drops what it cannot write
-            put = (size_t)r;
-        }
+        if (i >= first) copy_out(w->lint_fd, l[i].start, l[i].end);
+        else if (as_write_all(2, lint_out.p + l[i].start, (size_t)(l[i].end - l[i].start)) < 0) return;   // as stderr drops what it cannot write
     }
 }
 

@@ -151,6 +151,9 @@ int as_read_raw_at(int dfd, const char *name, const char *path, as_buf *b, int r
 // ends the open frame, so every frame written is complete (and none is empty);
 // an atomic writer's temp file is removed. Not thread-safe.
 typedef struct as_out as_out;
+// Writes [p, p + n) to fd, whole (EINTR and short writes resumed): 0, or -1
+// with errno. For messages kept in memory and printed later.
+int as_write_all(int fd, const void *p, size_t n);
 // A writer on fd 1. zstd: write zstd frames with checksums; refuses a terminal.
 as_out *as_out_stdout(int zstd);
 // A writer to path, atomically: writes path's sibling temp file (created

@@ -926,17 +926,6 @@ static int by_msgs_name(const void *a, const void *b)
     return strcmp(((const lintmsgs *)a)->name, ((const lintmsgs *)b)->name);
 }
 
-// Writes b to fd, whole (as stderr does, it drops what it cannot write).
-static void put_all(int fd, const as_buf *b)
-{
-    for (size_t k = 0; k < b->n;) {
-        ssize_t w = write(fd, b->p + k, b->n - k);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) return;
-        k += (size_t)w;
-    }
-}
-
 void as_lint_end(as_lint *L, as_buf *out)
 {
     if (L->nm > 1) qsort(L->m, L->nm, sizeof *L->m, by_msgs_name);
@@ -973,7 +962,7 @@ void as_lint_close(as_lint *L, const as_table *t)
             lintfile f = {L, p, c, 0, NULL, &msgs, c, 0};
             lint_read(&f, AT_FDCWD, p, 0);
             if (msgs.n) { fflush(stdout); fflush(stderr); }
-            put_all(2, &msgs);
+            as_write_all(2, msgs.p, msgs.n);
             as_buf_free(&msgs);
         }
         free(p);
@@ -1016,7 +1005,7 @@ static void lint_scenario(as_lint *L, int dirfd, const char *name)
     as_buf msgs = {0};
     as_lint_end(L, &msgs);
     if (msgs.n) { fflush(stdout); fflush(stderr); }
-    put_all(2, &msgs);
+    as_write_all(2, msgs.p, msgs.n);   // (as stderr does, it drops what it cannot write)
     as_buf_free(&msgs);
     closedir(d);
     for (size_t k = 0; k < nn; k++) free(names[k]);

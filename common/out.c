@@ -67,6 +67,18 @@ static void fd_writev(as_out *o, struct iovec *v, int k)
     }
 }
 
+int as_write_all(int fd, const void *p, size_t n)
+{
+    for (size_t k = 0; k < n;) {
+        ssize_t w = write(fd, (const char *)p + k, n - k);
+        if (w < 0 && errno == EINTR) continue;
+        if (w < 0) return -1;
+        if (w == 0) { errno = EIO; return -1; }
+        k += (size_t)w;
+    }
+    return 0;
+}
+
 static void fd_write(as_out *o, const char *p, size_t n)
 {
     struct iovec v = {(void *)p, n};

@@ -656,8 +656,9 @@ many_scenarios() {
     printf '[1]\n' >> s/m100/stdout.expected.jsonl
     printf '%s\n' '{"t":"ran in /home/alice/p"}' >> s/m002/stdout.expected.jsonl   # the lint's
     printf '%s\n' '{"t":"ran in /home/alice/q"}' >> s/m199/stdout.expected.jsonl
+    printf '%s\n' '{"t":"ran in /home/alice/r"}' >> s/m198/stdout.expected.jsonl   # allowed, near the end
     printf 'x' >> s/pin-turn/system-prompt.expected.md       # the sidecars'
-    printf 'home m002/stdout.expected.jsonl:2\nkey nothing/here\n' > s/.acpsnap-allow
+    printf 'home m002/stdout.expected.jsonl:2\nkey nothing/here\nhome m198/*\n' > s/.acpsnap-allow
     local want='fixture-guard: s/m003/input.json: missing; every scenario needs its drive script
 fixture-guard: s/m100/stdout.expected.jsonl:2: not a JSON object; stdout.expected.jsonl holds one normalized ACP frame per line
 fixture-guard: s/m197/stdout.expected.jsonl: missing; every scenario needs its expected stdout

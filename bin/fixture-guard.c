@@ -611,7 +611,7 @@ static void check_input(const scen *S, const char *path, as_buf *text)
 
 // The contents of the fixtures present: session logs, stdout, the drive
 // script. The lint (lint_now) is handed each file read whole, the drive
-// script first (the temp paths it names).
+// script first (the temp paths it names are the author's in every file).
 static void check_contents(scen *S, int dfd, const char *sdir, const inventory *iv)
 {
     static as_buf input;
@@ -642,7 +642,6 @@ static void check_contents(scen *S, int dfd, const char *sdir, const inventory *
     if (iv->out) { p = as_path_join(sdir, "stdout.expected.jsonl"); check_stdout(dfd, p); free(p); }
     if (iv->provider && S->sc->hasModelTurn) { p = as_path_join(sdir, "provider.jsonl"); check_provider(dfd, p); free(p); }
     if (iv->input) {
-        if (lint_now) as_lint_file(lint_now, dfd, "input.json", input.p, input.n);
         p = as_path_join(sdir, "input.json");
         check_input(S, p, &input);
         free(p);
@@ -1136,7 +1135,8 @@ static void worker_start(worker *w, const char *dir, int dirfd, size_t n, scen *
     fflush(stdout);
     pid_t parent = getpid();
     if (w->lint_fd < 0 || w->check_fd < 0 || (w->pid = fork()) < 0) {
-        close(w->lint_fd), close(w->check_fd);
+        if (w->lint_fd >= 0) close(w->lint_fd);
+        if (w->check_fd >= 0) close(w->check_fd);
         w->lint_fd = w->check_fd = -1, w->pid = 0;
         return;
     }

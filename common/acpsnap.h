@@ -227,6 +227,8 @@ typedef struct { const char *s; size_t n; } as_key;
 // One pass over object obj: idx[i] = value token of keys[i] or -1 (first
 // occurrence). Returns the member count, or -1 when obj is not an object.
 int as_json_pick(const as_json *j, int obj, const as_key *keys, int n, int *idx);
+// 1 when key token k spells key (escapes decoded; a key without one by its bytes).
+int as_json_key_is(const as_json *j, int k, const as_key *key);
 // 1 when obj is an object holding exactly the n keys, each once (an extra or
 // a repeated key fails); idx as for as_json_pick, or NULL when n <= 16.
 int as_json_exact(const as_json *j, int obj, const as_key *keys, int n, int *idx);

@@ -657,6 +657,8 @@ static inline int key_is(const as_json *j, const as_tok *t, int k, const as_key 
     return len == key->n && ks[0] == key->s[0] && short_eq(ks, key->s, len);
 }
 
+int as_json_key_is(const as_json *j, int k, const as_key *key) { return key_is(j, &j->t[k], k, key); }
+
 int as_json_pick(const as_json *j, int obj, const as_key *keys, int n, int *idx)
 {
     if (obj < 0 || j->t[obj].type != AS_JOBJ) return -1;

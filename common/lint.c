@@ -738,7 +738,7 @@ typedef struct {
     const char *line;
     as_buf *msgs;                // where its messages go (NULL: none yet)
     const char *name;            // its name, for its messages' place
-    int collect;                 // input.json's first pass: collect its temp paths
+    int collect;                 // input.json: its temp paths are the author's
 } lintfile;
 
 static int authored(const as_lint *L, const char *v, size_t n)
@@ -766,17 +766,15 @@ static void on_hit(void *ctx, const as_lint_hit *h)
     lintfile *f = ctx;
     as_lint *L = f->L;
     const char *v = f->line + h->off;
-    if (f->collect) {
-        if (h->kind == AS_LK_TMP && !authored(L, v, h->len)) {
-            L->authored = as_xrealloc(L->authored, (L->nauthored + 1) * sizeof *L->authored);
-            char *c = as_xmalloc(h->len + 1);
-            memcpy(c, v, h->len);
-            c[h->len] = 0;
-            L->authored[L->nauthored++] = c;
-        }
+    if (h->kind == AS_LK_TMP && authored(L, v, h->len)) return;
+    if (h->kind == AS_LK_TMP && f->collect) {   // (so never reported in input.json)
+        L->authored = as_xrealloc(L->authored, (L->nauthored + 1) * sizeof *L->authored);
+        char *c = as_xmalloc(h->len + 1);
+        memcpy(c, v, h->len);
+        c[h->len] = 0;
+        L->authored[L->nauthored++] = c;
         return;
     }
-    if (h->kind == AS_LK_TMP && authored(L, v, h->len)) return;
     if (as_allow_match(L->allow, f->rel, f->ln, h->kind, v, h->len)) return;
     if (L->probs->quiet) return;
     L->probs->count++;
@@ -879,7 +877,7 @@ void as_lint_begin(as_lint *L, const char *scenario, const char *sdir)
     L->scen = scenario, L->sdir = sdir;
 }
 
-// The scan of file name of the scenario (collect: its temp paths only).
+// The scan of file name of the scenario (collect: its temp paths are the author's).
 static void file_scan(as_lint *L, lintfile *f, const char *name, int collect)
 {
     as_buf_reset(&L->path);
@@ -893,24 +891,21 @@ static void file_scan(as_lint *L, lintfile *f, const char *name, int collect)
     *f = (lintfile){L, L->path.p, L->rel.p, 0, NULL, NULL, name, collect};
 }
 
-void as_lint_input(as_lint *L, int dfd, const char *text, size_t n)
-{
-    lintfile f;
-    file_scan(L, &f, "input.json", 1);
-    if (text && !as_zstd_magic(text, n)) lint_text(&f, text, n, 0);
-    else lint_read(&f, dfd, "input.json", 0);
-}
-
-void as_lint_file(as_lint *L, int dfd, const char *name, const char *text, size_t n)
+// Lints file name (text: its plain bytes, or NULL: read it beneath dfd).
+static void lint_file(as_lint *L, int dfd, const char *name, const char *text, size_t n, int collect)
 {
     lintfile f;
     int session = !strncmp(name, "session.", 8);
-    file_scan(L, &f, name, 0);
+    file_scan(L, &f, name, collect);
     if (text && !as_zstd_magic(text, n)) lint_text(&f, text, n, session);
     else lint_read(&f, dfd, name, session);
     L->done = as_xrealloc(L->done, (L->ndone + 1) * sizeof *L->done);
     L->done[L->ndone++] = as_xstrdup(name);
 }
+
+void as_lint_input(as_lint *L, int dfd, const char *text, size_t n) { lint_file(L, dfd, "input.json", text, n, 1); }
+
+void as_lint_file(as_lint *L, int dfd, const char *name, const char *text, size_t n) { lint_file(L, dfd, name, text, n, 0); }
 
 void as_lint_rest(as_lint *L, int dfd, char *const *names, size_t n)
 {
@@ -980,36 +975,40 @@ void as_lint_close(as_lint *L, const as_table *t)
 
 static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
+// The fixture files of a scenario directory (listing, an as_dir_each fn).
+typedef struct { int dfd; char **names; size_t n; int input; } listing;
+
+static void list_entry(void *ctx, const char *name, unsigned char type)
+{
+    listing *l = ctx;
+    if (!as_lint_wants(name) || (type != DT_REG && type != DT_UNKNOWN)) return;
+    if (type == DT_UNKNOWN && !plain_file(l->dfd, name)) return;
+    l->names = as_xrealloc(l->names, (l->n + 1) * sizeof *l->names);
+    l->names[l->n++] = as_xstrdup(name);
+    l->input = l->input || !strcmp(name, "input.json");
+}
+
 // The fixtures of scenario name in dir (open as dirfd): its directory is
 // opened beneath dirfd (not through a link), its files beneath that.
 static void lint_scenario(as_lint *L, int dirfd, const char *name)
 {
     int dfd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    DIR *d = dfd < 0 ? NULL : fdopendir(dfd);
-    if (!d) { if (dfd >= 0) close(dfd); return; }
+    if (dfd < 0) return;
     char *sdir = as_path_join(L->dir, name);
-    char **names = NULL;
-    size_t nn = 0;
-    int input = 0;
-    for (struct dirent *e; (e = readdir(d));) {
-        if (!as_lint_wants(e->d_name) || (e->d_type != DT_REG && e->d_type != DT_UNKNOWN)) continue;
-        if (e->d_type == DT_UNKNOWN && !plain_file(dfd, e->d_name)) continue;
-        names = as_xrealloc(names, (nn + 1) * sizeof *names);
-        names[nn++] = as_xstrdup(e->d_name);
-        input = input || !strcmp(e->d_name, "input.json");
-    }
-    if (nn) qsort(names, nn, sizeof *names, by_name);
+    listing l = {dfd, NULL, 0, 0};
+    if (as_dir_each(dfd, list_entry, &l) < 0) as_die_sys("read directory %s", sdir);
+    if (l.n) qsort(l.names, l.n, sizeof *l.names, by_name);
     as_lint_begin(L, name, sdir);
-    if (input) as_lint_input(L, dfd, NULL, 0);
-    as_lint_rest(L, dfd, names, nn);
+    if (l.input) as_lint_input(L, dfd, NULL, 0);
+    as_lint_rest(L, dfd, l.names, l.n);
     as_buf msgs = {0};
     as_lint_end(L, &msgs);
     if (msgs.n) { fflush(stdout); fflush(stderr); }
     as_write_all(2, msgs.p, msgs.n);   // (as stderr does, it drops what it cannot write)
     as_buf_free(&msgs);
-    closedir(d);
-    for (size_t k = 0; k < nn; k++) free(names[k]);
-    free(names);
+    close(dfd);
+    for (size_t k = 0; k < l.n; k++) free(l.names[k]);
+    free(l.names);
     free(sdir);
 }
 

@@ -83,10 +83,11 @@ void as_lint_tree(const char *dir, const as_table *t, as_problems *probs);
 // anyway and hands over their bytes. as_lint_open reads the allow-list;
 // its use marks are shared with processes forked after it. For each
 // scenario (name, its directory sdir, open as dfd): as_lint_begin; the drive
-// script's temp paths, which its other files may name, before any file
-// (as_lint_input, when it has input.json); each fixture file once
-// (as_lint_file: text, n its plain bytes, or text NULL to read it beneath
-// dfd; as_lint_rest for the files of a list not linted yet); then
+// script before any other file (as_lint_input, when it has input.json: the
+// temp paths it names are the author's, in every file of the scenario);
+// each other fixture file once (as_lint_file: text, n its plain bytes, or
+// text NULL to read it beneath dfd, a regular file; as_lint_rest for the
+// files of a list not linted yet); then
 // as_lint_end appends the scenario's messages to out, file by file in name
 // order, whatever order the files came in. as_lint_close lints the configs
 // the rows of t name, warns about stale allow entries (stderr) and frees.

@@ -22,9 +22,9 @@ static void report(as_report_fn fn, void *ctx, const char *file, long line, as_b
 // ------------------------------------------------------------------ the table
 
 enum { T_BOOL, T_STR, T_IDX, T_UINT, T_ENV };
-#define FIELD(key, bit, type) {key, sizeof key - 1, bit, type}
+#define FIELD(key, bit, type) {AS_KEY(key), bit, type}
 static const struct field {
-    const char *key; size_t n; unsigned bit; int type;
+    as_key key; unsigned bit; int type;
 } fields[] = {
     FIELD("name", AS_F_NAME, T_STR),
     FIELD("hasModelTurn", AS_F_HASMODELTURN, T_BOOL),
@@ -49,15 +49,11 @@ static const struct field {
 };
 #define NFIELDS (sizeof fields / sizeof fields[0])
 
-// The field key token kt names, or NULL: a key without escapes by its bytes.
+// The field key token kt names, or NULL.
 static const struct field *field_of(const as_json *j, int kt)
 {
-    const as_tok *t = &j->t[kt];
-    size_t len = t->end - t->start - 2;
-    const char *ks = j->s + t->start + 1;
     for (size_t i = 0; i < NFIELDS; i++)
-        if (t->esc ? as_json_streq(j, kt, fields[i].key) : fields[i].n == len && !memcmp(fields[i].key, ks, len))
-            return &fields[i];
+        if (as_json_key_is(j, kt, &fields[i].key)) return &fields[i];
     return NULL;
 }
 
@@ -264,7 +260,7 @@ static size_t tier_rules(as_scenario *sc, as_report_fn fn, void *ctx, const char
     for (size_t i = 0; i < NFIELDS; i++) {
         if (!(fields[i].bit & AS_F_LOG_ONLY & sc->set)) continue;
         as_buf_printf(msg, "field \"%s\" does not apply to a \"sessionLog\": false scenario (no session log, header pins or sidecars); drop it",
-                      fields[i].key);
+                      fields[i].key.s);
         report(fn, ctx, path, ln, msg); np++;
     }
     if (np) sc->valid = 0;
@@ -303,12 +299,12 @@ size_t as_table_load(const char *path, as_table *t, as_report_fn fn, void *ctx)
                 continue;
             }
             if (sc.set & f->bit) {
-                as_buf_printf(&msg, "field \"%s\" appears twice; keep one", f->key);
+                as_buf_printf(&msg, "field \"%s\" appears twice; keep one", f->key.s);
                 report(fn, ctx, path, ln, &msg); problems++; sc.valid = 0;
                 continue;
             }
             if (!take(&j, kt + 1, f, &sc)) {
-                as_buf_printf(&msg, "field \"%s\" must be %s", f->key, type_name(f->type));
+                as_buf_printf(&msg, "field \"%s\" must be %s", f->key.s, type_name(f->type));
                 report(fn, ctx, path, ln, &msg); problems++; sc.valid = 0;
                 sc.set |= f->bit;   // present, though unusable: not "missing" too
                 continue;

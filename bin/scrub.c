@@ -537,9 +537,10 @@ static void do_stdout(scrub *sc, const char *path)
     while (as_in_line(in, &line, &len)) {
         sc->lineno = as_in_lineno(in);
         if (!len) as_die_at(sc->file, sc->lineno, 0, "empty line");
-        parse_object(sc, &sc->j, line, len, "stdout line");
         as_buf_reset(&sc->a);
-        as_norm_stdout_frame(sc->norm, &sc->j, &sc->a);
+        int rc = as_norm_stdout_line(sc->norm, &sc->j, line, len, &sc->a);
+        if (rc < 0) as_json_die(&sc->j, sc->file, sc->lineno);
+        if (rc > 0) as_die_at(sc->file, sc->lineno, 0, "stdout line is not a JSON object");
         emit(sc, sc->a.p, sc->a.n);
     }
     as_in_close(in);

@@ -189,6 +189,8 @@ typedef struct {
     const char *err;            // static message, NULL on success
     int maxdepth;               // 0 = default (10000)
     uint32_t *ix; size_t ixcap; // the structural index of the text (simd.h)
+    int compact;                // 1: the parse went through stage 1, so the text
+                                // is compact (no whitespace outside strings)
 } as_json;
 // Parses exactly one JSON value (surrounding whitespace allowed) strictly per
 // RFC 8259: valid UTF-8, valid escapes (lone surrogate escapes accepted),

@@ -536,6 +536,7 @@ static int parse(as_json *j, const char *s, size_t len, int (*indexed)(as_json *
     j->len = len;
     j->n = 0;
     j->err = NULL;
+    j->compact = 0;
     if (len > UINT32_MAX - 1) return fail(j, 0, "line too long");
     int level = as_simd();
     sse2_ok = level != AS_SIMD_SCALAR;
@@ -546,7 +547,10 @@ static int parse(as_json *j, const char *s, size_t len, int (*indexed)(as_json *
             free(j->ix);
             j->ix = as_xmalloc(j->ixcap * sizeof *j->ix);
         }
-        if (as_json_index((const uint8_t *)s, len, j->ix) >= 0 && !indexed(j, j->ix)) return 0;
+        if (as_json_index((const uint8_t *)s, len, j->ix) >= 0 && !indexed(j, j->ix)) {
+            j->compact = 1;
+            return 0;
+        }
         j->n = 0;
         j->err = NULL;
     }
@@ -562,6 +566,7 @@ int as_json_parse_bytes(as_json *j, const char *s, size_t len)
     j->len = len;
     j->n = 0;
     j->err = NULL;
+    j->compact = 0;
     sse2_ok = as_simd() != AS_SIMD_SCALAR;
     return parse_bytes(j, s, len);
 }

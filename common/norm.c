@@ -31,6 +31,12 @@ struct as_norm {
     unsigned char trig[256];   // T_* bits: bytes that may start a volatile value
     unsigned char tb[8];       // the same bytes as a list (for the SIMD scan)
     int ntb;                   // 0: too many, use the table
+    // line_prep_avx2's second looks, which pass over trigger bytes line_hit
+    // would pass over: a '-' needs a '-' five bytes on (a UUID's first two
+    // dashes), a '/' one of the bytes of slash_next after it. 0: no such look.
+    int dash5;
+    unsigned char slash_next[4];
+    int nslash_next;
     int plain_ids;             // some id is not UUID-shaped (searched with memmem)
     int sp_sep;                // every cwd spelling holds a separator (cannot hide in a UUID)
     // stdout id renumbering: open addressing over the id token bytes
@@ -192,6 +198,22 @@ static void rebuild_trig(as_norm *n)
         n->esp[i].n = b.n - 2;
         as_buf_free(&b);
     }
+    // '-' stops line_hit only at a UUID's first dash, unless a spelling
+    // starts with it; '/' only where a spelling or a snapshot root starts
+    // (each at least two bytes, the snapshot root's second 't').
+    n->dash5 = !(n->trig['-'] & T_SP);
+    n->nslash_next = 0;
+    n->slash_next[n->nslash_next++] = 't';
+    for (size_t i = 0; i < n->nesp && n->nslash_next >= 0; i++) {
+        if (n->esp[i].p[0] != '/') continue;
+        if (n->esp[i].n < 2) { n->nslash_next = -1; break; }
+        int k = 0;
+        while (k < n->nslash_next && n->slash_next[k] != (unsigned char)n->esp[i].p[1]) k++;
+        if (k < n->nslash_next) continue;
+        if (n->nslash_next == (int)sizeof n->slash_next) { n->nslash_next = -1; break; }
+        n->slash_next[n->nslash_next++] = (unsigned char)n->esp[i].p[1];
+    }
+    if (n->nslash_next < 0) n->nslash_next = 0;
     n->ntb = 0;
     for (int c = 0; c < 256; c++) {
         if (!n->trig[c] || n->trig[c] == T_BRACE) continue;   // {{cwd}} is searched per record
@@ -1091,17 +1113,24 @@ static int whole_line(const char *s, size_t from, size_t to)
 __attribute__((target("avx2")))
 static void line_prep_avx2(as_norm *n, const char *s, size_t from, size_t to)
 {
-    __m256i t[8];
+    __m256i t[8], nx[4];
     for (int k = 0; k < n->ntb; k++) t[k] = _mm256_set1_epi8((char)n->tb[k]);
+    for (int k = 0; k < n->nslash_next; k++) nx[k] = _mm256_set1_epi8((char)n->slash_next[k]);
     const __m256i lb = _mm256_set1_epi8('{'), cS = _mm256_set1_epi8('S'), ce = _mm256_set1_epi8('e');
+    const __m256i dash = _mm256_set1_epi8('-'), slash = _mm256_set1_epi8('/');
     size_t i = from, skip = from;
-    for (; i + 33 <= to; i += 32) {   // reads s[i, i + 33)
-        __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(s + i));
-        __m256i w = _mm256_loadu_si256((const __m256i *)(const void *)(s + i + 1));
+    // blocks of 32 at b, each reading s[b, b + 37); the last one, where a
+    // whole block no longer fits, ends 5 bytes before the end and overlaps
+    // the one before it (its bytes before i already scanned: kept out).
+    while (i + 37 <= to || (to - from >= 37 && i + 5 < to)) {
+        size_t b = i + 37 <= to ? i : to - 37;
+        unsigned keep = ~0u << (i - b);
+        __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(s + b));
+        __m256i w = _mm256_loadu_si256((const __m256i *)(const void *)(s + b + 1));
         __m256i mark = _mm256_or_si256(_mm256_and_si256(_mm256_cmpeq_epi8(v, lb), _mm256_cmpeq_epi8(w, lb)),
                                        _mm256_and_si256(_mm256_cmpeq_epi8(v, cS), _mm256_cmpeq_epi8(w, ce)));
-        for (unsigned k = (unsigned)_mm256_movemask_epi8(mark); k; k &= k - 1) {
-            size_t p = i + (size_t)__builtin_ctz(k);
+        for (unsigned k = (unsigned)_mm256_movemask_epi8(mark) & keep; k; k &= k - 1) {
+            size_t p = b + (size_t)__builtin_ctz(k);
             if (s[p] == '{' ? starts(s, p, to, "{{cwd}}", 7) : p > from && s[p - 1] == '"' && starts(s, p, to, "Session ", 8)) {
                 n->full = 1;
                 return;
@@ -1109,13 +1138,24 @@ static void line_prep_avx2(as_norm *n, const char *s, size_t from, size_t to)
         }
         __m256i m = _mm256_cmpeq_epi8(v, t[0]);
         for (int k = 1; k < n->ntb; k++) m = _mm256_or_si256(m, _mm256_cmpeq_epi8(v, t[k]));
-        for (unsigned k = (unsigned)_mm256_movemask_epi8(m); k; k &= k - 1) {
-            size_t p = i + (size_t)__builtin_ctz(k);
+        if (n->dash5) {   // a '-' without a '-' five bytes on: no UUID starts there
+            __m256i v5 = _mm256_loadu_si256((const __m256i *)(const void *)(s + b + 5));
+            __m256i lone = _mm256_andnot_si256(_mm256_cmpeq_epi8(v5, dash), _mm256_cmpeq_epi8(v, dash));
+            m = _mm256_andnot_si256(lone, m);
+        }
+        if (n->nslash_next) {   // a '/' not followed by what a match needs
+            __m256i ok = _mm256_cmpeq_epi8(w, nx[0]);
+            for (int k = 1; k < n->nslash_next; k++) ok = _mm256_or_si256(ok, _mm256_cmpeq_epi8(w, nx[k]));
+            m = _mm256_andnot_si256(_mm256_andnot_si256(ok, _mm256_cmpeq_epi8(v, slash)), m);
+        }
+        for (unsigned k = (unsigned)_mm256_movemask_epi8(m) & keep; k; k &= k - 1) {
+            size_t p = b + (size_t)__builtin_ctz(k);
             if (p < skip) continue;
             size_t r = line_hit(n, s, p, to);
             if (!r) return;   // (full)
             skip = r;
         }
+        i = b + 32;
     }
     if (marks_from(s, from, i, to)) { n->full = 1; return; }
     for (i = i > skip ? i : skip; i < to;) {
@@ -1461,12 +1501,31 @@ static const as_buf *id_key(as_norm *n, const as_json *j, int v)
     return &n->idk;
 }
 
-void as_norm_stdout_frame(as_norm *n, const as_json *j0, as_buf *out)
+// 1 when every candidate of compact line s[0, len) is a UUID that stands
+// alone as a string value (not a key): the string the UUID rule turns whole
+// into "{{sessionId}}" when no cwd spelling can hide in a UUID. An ACP
+// frame's usual candidate, its sessionId. Read off the bytes: a quote with
+// no backslash before it, then 36 UUID bytes, is a string's opening quote.
+static int uuid_values_only(const as_norm *n, const char *s, size_t len)
 {
-    ed e;
-    ed_begin(&e, n, 1, j0, out);
-    const as_json *j = e.j;
+    if (!n->sp_sep || n->plain_ids) return 0;
+    for (size_t i = 0; i < n->ncand; i++) {
+        size_t c = n->cand[i];   // (a UUID's first dash)
+        if (c < 10 || c + 29 >= len || s[c] != '-' || !uuid_at(s + c - 8)) return 0;
+        if (s[c - 9] != '"' || s[c - 10] == '\\' || s[c + 28] != '"' || s[c + 29] == ':') return 0;
+    }
+    return 1;
+}
+
+// The frame being edited by e (root 0): its top-level id renumbered, every
+// string scrubbed; walk: with its tokens in full, else (shallow tokens)
+// every candidate a lone UUID (uuid_values_only).
+static void stdout_edit(ed *e, int walk)
+{
+    as_norm *n = e->n;
+    const as_json *j = e->j;
     int k = 1;
+    size_t ci = 0;
     for (uint32_t i = 0; i < j->t[0].count; i++) {
         int v = k + 1;
         if (j->t[v].type != AS_JNULL && AS_TOK_IS(j, k, "id")) {
@@ -1474,13 +1533,41 @@ void as_norm_stdout_frame(as_norm *n, const as_json *j0, as_buf *out)
             const as_buf *key = id_key(n, j, v);
             unsigned long id = (unsigned long)id_number(n, key->p ? key->p : "", key->n);
             do *--q = (char)('0' + id % 10); while (id /= 10);
-            ed_rep(&e, v, q, (size_t)(num + sizeof num - q));
+            ed_rep(e, v, q, (size_t)(num + sizeof num - q));
+        } else if (walk) {
+            ed_walk(e, v, AS_TOK_IS(j, k, "path"));
         } else {
-            ed_walk(&e, v, AS_TOK_IS(j, k, "path"));
+            for (; ci < n->ncand && n->cand[ci] < j->t[v].end; ci++)
+                if (n->cand[ci] > j->t[v].start)
+                    SP_REP(&e->sp, n->cand[ci] - 9, n->cand[ci] + 29, "\"{{sessionId}}\"");
         }
         k = (int)j->t[v].next;
     }
-    sp_rest(&e.sp);
+    sp_rest(&e->sp);
+}
+
+void as_norm_stdout_frame(as_norm *n, const as_json *j, as_buf *out)
+{
+    ed e;
+    ed_begin(&e, n, 1, j, out);
+    stdout_edit(&e, 1);
+}
+
+int as_norm_stdout_line(as_norm *n, as_json *j, const char *s, size_t len, as_buf *out)
+{
+    // The candidates first, on the raw bytes: a line where no string can
+    // change, or only lone UUIDs, needs only its root's members as tokens.
+    line_prep(n, s, 0, len);
+    int walk = n->full || (n->ncand && !uuid_values_only(n, s, len));
+    if ((walk ? as_json_parse : as_json_parse_shallow)(j, s, len) < 0) return -1;
+    if (j->t[0].type != AS_JOBJ) return 1;
+    if (!j->compact) {   // (the byte scanner's full tokens; candidates found again on the compact copy)
+        as_norm_stdout_frame(n, j, out);
+        return 0;
+    }
+    ed e = { n, 1, j, { s, len, out, 0, 0 }, 0 };   // compact: the candidates stand
+    stdout_edit(&e, walk);
+    return 0;
 }
 
 // ---------------------------------------------------------------- fixture cwd

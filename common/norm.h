@@ -77,6 +77,11 @@ as_hdr_state as_norm_header_state(const as_json *j, unsigned which);
 // in first-seen order (state kept in n; as_norm_reset_ids starts over), then
 // every string scrubbed. Appends the compact frame (no LF) to out.
 void as_norm_stdout_frame(as_norm *n, const as_json *j, as_buf *out);
+// The same for one raw line [s, s + len): parsed into j (only as deep as
+// the edit needs: when no string of the line can change, the root's members
+// alone), then normalized as above. Returns 0; -1 when the line is not JSON
+// (j->err, j->errpos: as_json_die); 1 when it is not an object.
+int as_norm_stdout_line(as_norm *n, as_json *j, const char *s, size_t len, as_buf *out);
 void as_norm_reset_ids(as_norm *n);
 
 // Session-log record flags.

@@ -133,6 +133,25 @@ usage: scrub (--stdout | --session | --fixture) [options] [file...]"
     assert_output '{"id":1,"result":{"0b7c5a52-1111-4222-8333-444455556666":"{{sessionId}}","s":"{{sessionId}} and x{{sessionId}}ff"}}'
 }
 
+@test "lone UUID values at any depth become {{sessionId}}, a UUID id is renumbered, keys stay: the same frame spaced out gives the same bytes" {
+    u=dc1cbd91-e169-4cbd-ac5b-70fb4189cb1b
+    printf '%s\n' "{\"id\":\"$u\",\"params\":{\"sessionId\":\"$u\",\"$u\":[\"$u\",{\"k\":\"$u\"}],\"q\":\"\\\"$u\",\"z\":\"$u\"}}" \
+        "{\"id\":{\"a\":\"$u\"},\"x\":\"$u\"}" "{\"a\":\"$u\",\"id\":\"$u\",\"b\":[\"$u\"]}" > in
+    sed 's/,/ , /g; s/":/" : /g' in > spaced
+    run -0 scrub --stdout in
+    assert_output '{"id":1,"params":{"sessionId":"{{sessionId}}","dc1cbd91-e169-4cbd-ac5b-70fb4189cb1b":["{{sessionId}}",{"k":"{{sessionId}}"}],"q":"\"{{sessionId}}","z":"{{sessionId}}"}}
+{"id":2,"x":"{{sessionId}}"}
+{"a":"{{sessionId}}","id":1,"b":["{{sessionId}}"]}'
+    run -0 scrub --stdout spaced
+    assert_output "$(scrub --stdout in)"
+}
+
+@test "a cwd and its aliases are found whatever byte follows their first; a lone dash or slash is no trigger" {
+    printf '%s\n' '{"a":"/w/x-y/z","b":"/private/w/x-y/z and /Users/w/x-y/z/f","c":"a-b-c-d-e-f /// /w/x-y/z","d":"-0-0-0-0-0-"}' > in
+    run -0 scrub --stdout --cwd /w/x-y/z --cwd-alias /Users/w/x-y/z in
+    assert_output '{"a":"{{cwd}}","b":"{{cwd}} and {{cwd}}/f","c":"a-b-c-d-e-f /// {{cwd}}","d":"-0-0-0-0-0-"}'
+}
+
 @test "JSON-RPC ids are renumbered in first-seen order across frames; null ids stay" {
     printf '%s\n' '{"id":0,"method":"a"}' '{"id":"0","method":"b"}' '{"id":5,"method":"c"}' \
         '{"id":0,"result":{}}' '{"id":null,"error":{}}' '{"method":"n","params":{"id":9}}' > in

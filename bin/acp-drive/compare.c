@@ -45,8 +45,7 @@ static void norm_stdout(as_norm *n, const char *path, as_buf *out)
     as_norm_reset_ids(n);
     while (as_in_line(in, &line, &len)) {
         if (!len) as_die(AS_TROUBLE, "an empty line");
-        parse_object(&j, line, len);
-        as_norm_stdout_frame(n, &j, out);
+        if (as_norm_stdout_line(n, &j, line, len, out)) as_die(AS_TROUBLE, "not a JSON object");
         as_buf_putc(out, '\n');
     }
     as_in_close(in);

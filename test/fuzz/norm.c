@@ -1,5 +1,6 @@
 // Fuzz target: the normalizer core. For any JSON object line, the stdout,
-// session and fixture normalizations produce one valid JSON object, and a
+// session and fixture normalizations produce one valid JSON object (the
+// stdout one the same from the raw line as from its tokens), and a
 // tokenized request header reads as tokenized. (Not idempotence: as in dsh,
 // a "path" value's backslashes become '/' after the cwd rule ran, which can
 // reveal a cwd spelling to a second pass.)
@@ -23,6 +24,36 @@ static as_norm *ctx(void)
     return n;
 }
 
+// The same without the plain session id, so that the SIMD trigger scan and
+// the lone-UUID edit of as_norm_stdout_line are the ones that run.
+static as_norm *ctx_uuid(void)
+{
+    static as_norm *n;
+    if (!n) {
+        n = as_norm_new();
+        static const char cwd[] = "/tmp/acp-snap-cwd-ab12cd34";
+        as_norm_set_cwd(n, cwd, sizeof cwd - 1);
+        as_norm_add_alias(n, "/real/tmp/acp-snap-cwd-ab12cd34", 31);
+        as_norm_add_alias(n, "/Users/me/w", 11);
+        as_norm_add_session_id(n, "dc1cbd91-e169-4cbd-ac5b-70fb4189cb1b", 36);
+    }
+    return n;
+}
+
+// as_norm_stdout_line on the raw bytes writes what as_norm_stdout_frame
+// writes from j's tokens.
+static void same_stdout(as_norm *n, const as_json *j, const uint8_t *data, size_t size)
+{
+    static as_json l;
+    as_buf a = {0}, b = {0};
+    as_norm_reset_ids(n);
+    as_norm_stdout_frame(n, j, &a);
+    as_norm_reset_ids(n);
+    if (as_norm_stdout_line(n, &l, (const char *)data, size, &b) || b.n != a.n || memcmp(b.p, a.p, a.n)) abort();
+    as_buf_free(&a);
+    as_buf_free(&b);
+}
+
 static void must_parse(as_json *j, const as_buf *b)
 {
     if (as_json_parse(j, b->p ? b->p : "", b->n) || j->t[0].type != AS_JOBJ) abort();
@@ -38,6 +69,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     as_norm_reset_ids(n);
     as_norm_stdout_frame(n, &j, &a);
     must_parse(&k, &a);
+    same_stdout(n, &j, data, size);
+    same_stdout(ctx_uuid(), &j, data, size);
 
     as_buf_reset(&a);
     as_norm_session_record(n, &j, AS_NS_COMPARE, &a);

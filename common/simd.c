@@ -292,7 +292,7 @@ static long index_avx512(const uint8_t *s, size_t len, uint32_t *ix)
 // ---------------------------------------------------------------- dispatch
 
 as_index_fn as_simd_index_fn;
-static int level = -1;
+int as_simd_level = -1;
 static const char *const names[AS_SIMD_LEVELS] = {"scalar", "sse2", "avx2", "avx512"};
 
 const char *as_simd_name(int l) { return l >= 0 && l < AS_SIMD_LEVELS ? names[l] : "?"; }
@@ -339,9 +339,9 @@ void as_simd_classify(int l, const uint8_t *p, as_blk *b)
     }
 }
 
-int as_simd(void)
+int as_simd_pick(void)
 {
-    if (level >= 0) return level;
+    if (as_simd_level >= 0) return as_simd_level;
     int l = -1;
     const char *e = getenv("ACPSNAP_SIMD");
     if (e && *e && strcmp(e, "auto")) {
@@ -354,6 +354,6 @@ int as_simd(void)
         for (l = AS_SIMD_LEVELS - 1; l > 0 && !as_simd_supported(l); l--) {}
     }
     as_simd_index_fn = as_simd_index(l);
-    level = l;
+    as_simd_level = l;
     return l;
 }

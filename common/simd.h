@@ -34,7 +34,12 @@ typedef struct {
 #define AS_INDEX_SLACK 64
 typedef long (*as_index_fn)(const uint8_t *s, size_t len, uint32_t *ix);
 
-int as_simd(void);                       // the level in use (first call decides)
+int as_simd_pick(void);                  // (as_simd's first call)
+extern int as_simd_level;                // -1 until picked
+static inline int as_simd(void)          // the level in use (first call decides)
+{
+    return as_simd_level >= 0 ? as_simd_level : as_simd_pick();
+}
 const char *as_simd_name(int level);     // "avx512", "avx2", "sse2", "scalar"
 int as_simd_supported(int level);        // 1 when this CPU runs level
 as_index_fn as_simd_index(int level);    // the index builder of one level (tests)

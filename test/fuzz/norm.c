@@ -9,34 +9,33 @@
 #include <stdlib.h>
 #include <string.h>
 
-static as_norm *ctx(void)
+// A context: a cwd with two aliases, a UUID session id and, when plain,
+// a Windows alias and a session id that is no UUID (then every string is
+// examined); without them the SIMD trigger scan and the lone-UUID edit of
+// as_norm_stdout_line are the ones that run.
+static as_norm *make_ctx(int plain)
 {
-    static as_norm *n;
-    if (!n) {
-        n = as_norm_new();
-        static const char cwd[] = "/tmp/acp-snap-cwd-ab12cd34";
-        as_norm_set_cwd(n, cwd, sizeof cwd - 1);
-        as_norm_add_alias(n, "/real/tmp/acp-snap-cwd-ab12cd34", 31);
-        as_norm_add_alias(n, "C:\\w\\cwd", 8);
-        as_norm_add_session_id(n, "dc1cbd91-e169-4cbd-ac5b-70fb4189cb1b", 36);
-        as_norm_add_session_id(n, "run-7", 5);
-    }
+    as_norm *n = as_norm_new();
+    static const char cwd[] = "/tmp/acp-snap-cwd-ab12cd34";
+    as_norm_set_cwd(n, cwd, sizeof cwd - 1);
+    as_norm_add_alias(n, "/real/tmp/acp-snap-cwd-ab12cd34", 31);
+    as_norm_add_alias(n, plain ? "C:\\w\\cwd" : "/Users/me/w", plain ? 8 : 11);
+    as_norm_add_session_id(n, "dc1cbd91-e169-4cbd-ac5b-70fb4189cb1b", 36);
+    if (plain) as_norm_add_session_id(n, "run-7", 5);
     return n;
 }
 
-// The same without the plain session id, so that the SIMD trigger scan and
-// the lone-UUID edit of as_norm_stdout_line are the ones that run.
+static as_norm *ctx(void)
+{
+    static as_norm *n;
+    if (!n) n = make_ctx(1);
+    return n;
+}
+
 static as_norm *ctx_uuid(void)
 {
     static as_norm *n;
-    if (!n) {
-        n = as_norm_new();
-        static const char cwd[] = "/tmp/acp-snap-cwd-ab12cd34";
-        as_norm_set_cwd(n, cwd, sizeof cwd - 1);
-        as_norm_add_alias(n, "/real/tmp/acp-snap-cwd-ab12cd34", 31);
-        as_norm_add_alias(n, "/Users/me/w", 11);
-        as_norm_add_session_id(n, "dc1cbd91-e169-4cbd-ac5b-70fb4189cb1b", 36);
-    }
+    if (!n) n = make_ctx(0);
     return n;
 }
 

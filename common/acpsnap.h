@@ -107,6 +107,8 @@ void as_buf_vprintf(as_buf *b, const char *fmt, va_list ap) __attribute__((forma
 void as_msg_at(as_buf *b, const char *file, long line, long col, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 void as_buf_puti(as_buf *b, int64_t v);               // decimal integer
+#define AS_FMT_I_MAX 20                                 // the longest: -9223372036854775808
+size_t as_fmt_i(char *d, int64_t v);                  // v in decimal at d (no NUL); its length
 static inline void as_buf_reset(as_buf *b) { b->n = 0; if (b->p) b->p[0] = 0; }
 void as_buf_free(as_buf *b);
 

@@ -35,7 +35,7 @@ void as_buf_printf(as_buf *b, const char *fmt, ...)
     va_end(ap);
 }
 
-void as_buf_puti(as_buf *b, int64_t v)
+size_t as_fmt_i(char *d, int64_t v)
 {
     static const char pairs[] =
         "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
@@ -69,7 +69,16 @@ void as_buf_puti(as_buf *b, int64_t v)
         tmp[--i] = (char)('0' + u);
     }
     if (v < 0) tmp[--i] = '-';
-    as_buf_put(b, tmp + i, sizeof tmp - (size_t)i);
+    size_t n = sizeof tmp - (size_t)i;
+    memcpy(d, tmp + i, n);
+    return n;
+}
+
+void as_buf_puti(as_buf *b, int64_t v)
+{
+    if (b->n + AS_FMT_I_MAX + 1 > b->cap) as_buf_grow(b, AS_FMT_I_MAX);
+    b->n += as_fmt_i(b->p + b->n, v);
+    b->p[b->n] = 0;
 }
 
 void as_buf_free(as_buf *b)

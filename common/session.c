@@ -247,15 +247,16 @@ static bspan tok_span(const as_json *j, int tok)
     return tok < 0 ? (bspan){NULL, 0} : (bspan){as_tok_p(j, tok), as_tok_len(j, tok)};
 }
 
-// Where the bytes of a member event go: appended to b, or, with b NULL,
-// compared with the expected bytes p[0, n) (ok drops to 0 on a difference).
-// Inlined into both users, so that each gets its own straight-line code.
-typedef struct { as_buf *b; const char *p; size_t n, at; int ok; } msink;
+// Where the bytes of a member event go: written at d (its room made
+// beforehand: member_room), or, with d NULL, compared with the expected
+// bytes p[0, n) (ok drops to 0 on a difference). Inlined into both users,
+// so that each gets its own straight-line code.
+typedef struct { char *d; const char *p; size_t n, at; int ok; } msink;
 #define MINLINE static inline __attribute__((always_inline))
 
 MINLINE void mput(msink *m, const char *s, size_t n)
 {
-    if (m->b) { as_buf_put(m->b, s, n); return; }
+    if (m->d) { if (n) memcpy(m->d, s, n); m->d += n; return; }
     // a span of the compared bytes themselves, at its place, is equal
     if (m->ok && n <= m->n - m->at && (s == m->p + m->at || !memcmp(m->p + m->at, s, n))) m->at += n;
     else m->ok = 0;
@@ -269,7 +270,7 @@ MINLINE void mput(msink *m, const char *s, size_t n)
 // leading zero), the one other spelling left is -0.
 MINLINE void mputi(msink *m, int64_t v, bspan read)
 {
-    if (m->b) { as_buf_puti(m->b, v); return; }
+    if (m->d) { m->d += as_fmt_i(m->d, v); return; }
     if (!m->ok) return;
     if (read.p) {
         if (read.n == 2 && read.p[0] == '-' && read.p[1] == '0') m->ok = 0;
@@ -321,6 +322,26 @@ MINLINE void member_bytes(msink *m, const member_f *f, int env, int64_t seq, int
     }
     mput(m, f->payload.p, f->payload.n);
     MPUTS(m, "}}}");
+}
+
+// The most bytes member_bytes can write for f: its fixed bytes (the longest
+// chunk type's), the spans, two integers.
+static size_t member_room(const member_f *f)
+{
+    return sizeof "{'type':'assistant/chunk','seq':,'time':,'data':{'turn':,'step':"
+           ",'chunk':{'type':'reasoning-delta','index':,'id':,'name':,'argumentsDelta':}}}"
+           + 2 * AS_FMT_I_MAX + f->turn.n + f->step.n + f->index.n + f->id.n + f->name.n + f->payload.n;
+}
+
+// Appends member_bytes(f, env, seq, time) to b, its room made once.
+static void member_put(as_buf *b, const member_f *f, int env, int64_t seq, int64_t time)
+{
+    size_t room = member_room(f);
+    if (b->n + room + 1 > b->cap) as_buf_grow(b, room);
+    msink m = {b->p + b->n, NULL, 0, 0, 1};
+    member_bytes(&m, f, env, seq, time);
+    b->n = (size_t)(m.d - b->p);
+    b->p[b->n] = 0;
 }
 
 // 1 when s[0, n) is exactly member_bytes(f, env, seq, time).
@@ -443,8 +464,7 @@ static void row_member(as_sess *s, as_event *ev)
     member_f *f = &s->mf;
     *f = (member_f){s->row, tok_span(j, s->turn), tok_span(j, s->step), tok_span(j, s->index),
                     tok_span(j, s->id), tok_span(j, s->name), tok_span(j, s->mem), {NULL, 0}, {NULL, 0}};
-    msink m = {b, NULL, 0, 0, 1};
-    member_bytes(&m, f, 1, s->row_seq0 + s->row_k, s->row_time);
+    member_put(b, f, 1, s->row_seq0 + s->row_k, s->row_time);
     int esc[3] = {s->id >= 0 && j->t[s->id].esc, s->name >= 0 && j->t[s->name].esc, j->t[s->mem].esc};
     if (!s->lazy) member_tokens(&s->ej, b->p, b->n, f, esc);
     ev->member_f = f;
@@ -1011,8 +1031,7 @@ void as_event_line(const as_event *ev, int projected, as_buf *out)
     if (!projected) {
         as_buf_put(out, ev->json, ev->len);
     } else if (ev->member_f && ev->member_of == ev->json) {   // the member's bytes without "seq" and "time"
-        msink m = {out, NULL, 0, 0, 1};
-        member_bytes(&m, ev->member_f, 0, 0, 0);
+        member_put(out, ev->member_f, 0, 0, 0);
     } else {
         as_json_drop_keys(ev->j, 0, env, out);
     }

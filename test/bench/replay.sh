@@ -99,6 +99,31 @@ for j in 1 2; do
     printf '  acpsnap-replay -j%d: suite %s (median of 5), %s per scenario (target: <= 10 ms)\n' "$j" "$(us "$m")" "$(us $((m / count)))"
 done
 
+# The file system's share: the same -j1 suite with its scratch (TMPDIR: the
+# runs' directories, the agent's cwd and sessions root) on a tmpfs, runs
+# interleaved with ones on the default TMPDIR so that both see one phase of
+# the machine. /tmp here is often a disk file system, where each directory
+# and file a run creates and removes costs the journal (and, mounted with
+# discard, a discard request on removal).
+shm=${BENCH_TMPFS:-/dev/shm}
+if [ "$(stat -f -c %T "$shm" 2>/dev/null)" = tmpfs ] && [ -w "$shm" ] && fs=$(mktemp -d "$shm/acpsnap-bench.XXXXXX"); then
+    td=() ts=()
+    for k in 1 2 3 4 5; do
+        now_us; t0=$NOW
+        "$bin/acpsnap-replay" -d "$snap" -p "$profile" -j1 > "$tmp/replay.out" 2>&1 || { cat "$tmp/replay.out"; break; }
+        now_us; td+=($((NOW - t0)))
+        now_us; t0=$NOW
+        TMPDIR=$fs "$bin/acpsnap-replay" -d "$snap" -p "$profile" -j1 > "$tmp/replay.out" 2>&1 || { cat "$tmp/replay.out"; break; }
+        now_us; ts+=($((NOW - t0)))
+    done
+    rm -rf "$fs"
+    a=$(printf '%s\n' "${td[@]}" | median) b=$(printf '%s\n' "${ts[@]}" | median)
+    printf '  acpsnap-replay -j1, TMPDIR on tmpfs (%s): %s per scenario against %s with TMPDIR on %s, runs interleaved (%s the time)\n' \
+        "$shm" "$(us $((b / count)))" "$(us $((a / count)))" "$(stat -f -c %T "$TMPDIR")" "$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.2fx", b / a }')"
+else
+    echo "  acpsnap-replay -j1, TMPDIR on tmpfs: no writable tmpfs at $shm; not measured"
+fi
+
 # processes per scenario: execve calls that succeeded, over the whole -j1
 # suite and over one scenario (the difference is the per-scenario share)
 if command -v strace >/dev/null; then

@@ -1,17 +1,18 @@
 # Shared benchmark helpers (sourced). Figures: medians of N runs of wall time,
 # MB/s over the input size, peak RSS from /usr/bin/time.
 BENCH_RUNS=${BENCH_RUNS:-5}
-# median_time CMD… : prints the median wall seconds of BENCH_RUNS runs
+# median_time CMD… : prints the median wall seconds of BENCH_RUNS runs (the
+# clock read without starting a process: bash's EPOCHREALTIME; a date(1)
+# before and after would add one process start-up to every figure)
 median_time() {
-    local i ts=()
+    local i t0 t1 ts=()
     for ((i = 0; i < BENCH_RUNS; i++)); do
-        local t0 t1
-        t0=$(date +%s.%N)
+        t0=${EPOCHREALTIME/[!0-9]/}   # (microseconds: the locale's radix character dropped)
         "$@" >/dev/null 2>&1 || { echo "bench: command failed: $*" >&2; return 1; }
-        t1=$(date +%s.%N)
-        ts+=("$(echo "$t1 - $t0" | bc -l)")
+        t1=${EPOCHREALTIME/[!0-9]/}
+        ts+=($((t1 - t0)))
     done
-    printf '%s\n' "${ts[@]}" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'
+    printf '%s\n' "${ts[@]}" | sort -n | awk '{a[NR]=$1} END {printf "%.6f\n", a[int((NR+1)/2)] / 1e6}'
 }
 # peak_rss_kb CMD… : peak resident set size of one run, in KB
 peak_rss_kb() {

@@ -131,6 +131,25 @@ echo: $BATS_TEST_TMPDIR/out/replay.jsonl"
     assert_output $'"aborted"\n"completed"'
 }
 
+@test "acp-drive: promptAndCancel with waitForSessionUpdate cancels once the agent has passed the update on" {
+    # the agent sends its partial update 1 s after the ready file, unless the cancel came first
+    input '{"steps":[{"op":"initialize"},{"op":"newSession"},{"op":"promptAndCancel","text":"lag: x","waitForFile":{"path":".ready"},"waitForSessionUpdate":"agent_message_chunk"}]}'
+    run -0 acp-drive -p fake.profile -o out snap/s
+    run -0 jq -c 'select(.id == 2 or .method == "session/update") | .result // .params.update.content.text' out/stdout.raw.jsonl
+    assert_output $'"partial"
+{"stopReason":"cancelled"}'
+    # without it, the cancel overtakes the update
+    input '{"steps":[{"op":"initialize"},{"op":"newSession"},{"op":"promptAndCancel","text":"lag: x","waitForFile":{"path":".ready"}}]}'
+    run -0 acp-drive -p fake.profile -o out snap/s
+    run -0 jq -c 'select(.id == 2 or .method == "session/update") | .result // .params.update.content.text' out/stdout.raw.jsonl
+    assert_output '{"stopReason":"cancelled"}'
+    # a kind that is not a string is the input's error
+    input '{"steps":[{"op":"initialize"},{"op":"newSession"},{"op":"promptAndCancel","text":"lag: x","waitForSessionUpdate":1}]}'
+    run -2 --separate-stderr acp-drive -p fake.profile -o out snap/s
+    assert_equal "${stderr%%$'\n'*}" 'acp-drive: snap/s/input.json:1: steps[2] (promptAndCancel): "waitForSessionUpdate" must be a string'
+    no_leftovers
+}
+
 @test "acp-drive: promptAndCancel without a file waits for the durable turn/start" {
     input '{"steps":[{"op":"initialize"},{"op":"newSession"},{"op":"promptAndCancel","text":"hang: y"},{"op":"waitForTurnEnd"}]}'
     run -0 acp-drive -p fake.profile -o out snap/s

@@ -169,7 +169,20 @@ static void do_wait_file(run *r, int st, const step_kind *k) { wait_file_at(r, s
 
 static const char TURN_START[] = "the session did not persist turn/start";
 
-// Cancels once the turn is under way: its ready file, else its durable turn/start.
+static int kind_seen(run *r, const void *ctx) { return update_seen(r, ctx, strlen(ctx)); }
+
+// A session/update of the kind, already sent or to come, within timeout.
+static void wait_update(run *r, const char *kind, long timeout)
+{
+    char *late = xasprintf("no session/update \"%.60s\" arrived", kind);
+    char *gone = xasprintf("the agent exited before a session/update \"%.60s\"", kind);
+    wait_until(r, kind_seen, kind, timeout, late, gone);
+    free(gone); free(late);
+}
+
+// Cancels once the turn is under way: its ready file, else its durable
+// turn/start; then, with waitForSessionUpdate, once the agent has sent that
+// update too (what the stream gave it so far, out before the cancel).
 static void do_prompt_and_cancel(run *r, int st, const step_kind *k)
 {
     as_buf params = {0}, msg = {0};
@@ -179,6 +192,11 @@ static void do_prompt_and_cancel(run *r, int st, const step_kind *k)
     r->watch_method = "session/prompt";
     if (!wait_file_field(r, st))
         wait_log(r, W_TURNSTART, 1, NULL, 0, r->timeout, TURN_START);
+    if (!r->fail && as_json_get(&r->in.j, st, "waitForSessionUpdate") >= 0) {
+        char *kind = step_str(r, st, "waitForSessionUpdate");
+        wait_update(r, kind, r->timeout);
+        free(kind);
+    }
     r->watch_id = -1;
     if (!r->fail) {
         notify_cancel(r);
@@ -223,18 +241,14 @@ static void do_wait_child(run *r, int st, const step_kind *k)
     free(m);
 }
 
-static int kind_seen(run *r, const void *ctx) { return update_seen(r, ctx, strlen(ctx)); }
-
 // waitForSessionUpdate: a session/update of the kind, already sent or to come.
 // For what an agent announces on its own time (codex-acp's
 // available_commands_update), so that it lands before the next step's frames.
 static void do_wait_update(run *r, int st, const step_kind *k)
 {
     char *kind = step_str(r, st, "sessionUpdate");
-    char *late = xasprintf("no session/update \"%.60s\" arrived", kind);
-    char *gone = xasprintf("the agent exited before a session/update \"%.60s\"", kind);
-    wait_until(r, kind_seen, kind, step_timeout(r, st), late, gone);
-    free(gone); free(late); free(kind);
+    wait_update(r, kind, step_timeout(r, st));
+    free(kind);
 }
 
 // ---------------------------------------------------------------- the table

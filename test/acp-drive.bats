@@ -138,6 +138,11 @@ echo: $BATS_TEST_TMPDIR/out/replay.jsonl"
     run -0 jq -c 'select(.id == 2 or .method == "session/update") | .result // .params.update.content.text' out/stdout.raw.jsonl
     assert_output $'"partial"
 {"stopReason":"cancelled"}'
+    # an update of the kind from an earlier turn does not count
+    input '{"steps":[{"op":"initialize"},{"op":"newSession"},{"op":"prompt","text":"hi"},{"op":"promptAndCancel","text":"lag: x","waitForFile":{"path":".ready"},"waitForSessionUpdate":"agent_message_chunk"}]}'
+    run -0 acp-drive -p fake.profile -o out snap/s
+    run -0 jq -c 'select(.id == 3 or .method == "session/update") | .result // .params.update.content.text' out/stdout.raw.jsonl
+    assert_output $'"echo: hi"\n"partial"\n{"stopReason":"cancelled"}'
     # without it, the cancel overtakes the update
     input '{"steps":[{"op":"initialize"},{"op":"newSession"},{"op":"promptAndCancel","text":"lag: x","waitForFile":{"path":".ready"}}]}'
     run -0 acp-drive -p fake.profile -o out snap/s

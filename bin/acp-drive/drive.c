@@ -224,7 +224,13 @@ static int stray_error(run *r, const as_json *j, int id)
     return 1;
 }
 
-// Notes the sessionUpdate kind of a session/update notification, once.
+// Adds kind k ("\nkind\n", no LF inside) to the kinds noted in b, once.
+static void note_kind(as_buf *b, const as_buf *k)
+{
+    if (!update_seen(b, k->p + 1, k->n - 2)) as_buf_put(b, k->p + (b->n ? 1 : 0), k->n - (b->n ? 1 : 0));
+}
+
+// Notes the sessionUpdate kind of a session/update notification.
 static void note_update(run *r, const as_json *j, int method)
 {
     if (!as_json_streq(j, method, "session/update")) return;
@@ -236,14 +242,12 @@ static void note_update(run *r, const as_json *j, int method)
     as_buf_putc(&k, '\n');
     as_json_str(j, su, &k);
     as_buf_putc(&k, '\n');
-    if (!memchr(k.p + 1, '\n', k.n - 2) && !update_seen(r, k.p + 1, k.n - 2))
-        as_buf_put(&r->updates_seen, k.p + (r->updates_seen.n ? 1 : 0), k.n - (r->updates_seen.n ? 1 : 0));
+    if (!memchr(k.p + 1, '\n', k.n - 2)) { note_kind(&r->updates_seen, &k); note_kind(&r->updates_since, &k); }
     as_buf_free(&k);
 }
 
-int update_seen(const run *r, const char *kind, size_t n)
+int update_seen(const as_buf *b, const char *kind, size_t n)
 {
-    const as_buf *b = &r->updates_seen;
     for (size_t i = 0; i + n + 2 <= b->n; i++)
         if (b->p[i] == '\n' && b->p[i + n + 1] == '\n' && !memcmp(b->p + i + 1, kind, n)) return 1;
     return 0;

@@ -106,8 +106,9 @@ typedef struct {
     char *script_error;
     // promptAndWaitForAgentMessage
     const char *want_text; int want_seen;
-    // waitForSessionUpdate: each sessionUpdate kind seen so far, "\nkind\n" each
-    as_buf updates_seen;
+    // waitForSessionUpdate: each sessionUpdate kind seen so far, "\nkind\n"
+    // each; the same since the prompt of the last promptAndCancel
+    as_buf updates_seen, updates_since;
     // replay-serve
     pid_t serve_pid;
     char *serve_log;
@@ -155,8 +156,9 @@ int response_error(const char *line, as_buf *msg);
 // A condition to wait for: 1 holds, 0 not yet, -1 failed (it called fail).
 typedef int (*cond_fn)(run *r, const void *ctx);
 int wait_until(run *r, cond_fn cond, const void *ctx, long timeout, const char *late, const char *gone);
-// 1 when the agent has sent a session/update of this sessionUpdate kind (n bytes).
-int update_seen(const run *r, const char *kind, size_t n);
+// 1 when the kinds noted in b (r->updates_seen or r->updates_since) hold
+// this sessionUpdate kind (n bytes).
+int update_seen(const as_buf *b, const char *kind, size_t n);
 void stop_agent(run *r);
 void abort_agent(run *r);
 char *describe_status(int st);

@@ -254,7 +254,7 @@ static void release(run *r, char **envp)
     if (r->keep) as_warn("kept %s and %s", r->cwd, r->tmp_root);
     for (size_t i = 0; i < r->nresp; i++) free(r->resp[i]);
     free(r->resp);
-    as_buf_free(&r->updates_seen);
+    as_buf_free(&r->updates_seen); as_buf_free(&r->updates_since);
     for (char **e = envp; e && *e; e++) free(*e);
     free(envp);
     vars_free(&r->vs);

@@ -169,24 +169,28 @@ static void do_wait_file(run *r, int st, const step_kind *k) { wait_file_at(r, s
 
 static const char TURN_START[] = "the session did not persist turn/start";
 
-static int kind_seen(run *r, const void *ctx) { return update_seen(r, ctx, strlen(ctx)); }
+static int kind_seen(run *r, const void *ctx) { return update_seen(&r->updates_seen, ctx, strlen(ctx)); }
+static int kind_since(run *r, const void *ctx) { return update_seen(&r->updates_since, ctx, strlen(ctx)); }
 
-// A session/update of the kind, already sent or to come, within timeout.
-static void wait_update(run *r, const char *kind, long timeout)
+// A session/update of the kind (among those the condition reads: the run's,
+// or those since the last promptAndCancel's prompt), within timeout.
+static void wait_update(run *r, cond_fn seen, const char *kind, long timeout)
 {
     char *late = xasprintf("no session/update \"%.60s\" arrived", kind);
     char *gone = xasprintf("the agent exited before a session/update \"%.60s\"", kind);
-    wait_until(r, kind_seen, kind, timeout, late, gone);
+    wait_until(r, seen, kind, timeout, late, gone);
     free(gone); free(late);
 }
 
 // Cancels once the turn is under way: its ready file, else its durable
 // turn/start; then, with waitForSessionUpdate, once the agent has sent that
-// update too (what the stream gave it so far, out before the cancel).
+// update since the prompt too (what the stream gave it so far, out before
+// the cancel).
 static void do_prompt_and_cancel(run *r, int st, const step_kind *k)
 {
     as_buf params = {0}, msg = {0};
     prompt_params(r, st, 0, &params);
+    as_buf_reset(&r->updates_since);
     long id = request(r, "session/prompt", &params);
     r->watch_id = id;       // a prompt that fails meanwhile ends the wait at once
     r->watch_method = "session/prompt";
@@ -194,7 +198,7 @@ static void do_prompt_and_cancel(run *r, int st, const step_kind *k)
         wait_log(r, W_TURNSTART, 1, NULL, 0, r->timeout, TURN_START);
     if (!r->fail && as_json_get(&r->in.j, st, "waitForSessionUpdate") >= 0) {
         char *kind = step_str(r, st, "waitForSessionUpdate");
-        wait_update(r, kind, r->timeout);
+        wait_update(r, kind_since, kind, r->timeout);
         free(kind);
     }
     r->watch_id = -1;
@@ -247,7 +251,7 @@ static void do_wait_child(run *r, int st, const step_kind *k)
 static void do_wait_update(run *r, int st, const step_kind *k)
 {
     char *kind = step_str(r, st, "sessionUpdate");
-    wait_update(r, kind, step_timeout(r, st));
+    wait_update(r, kind_seen, kind, step_timeout(r, st));
     free(kind);
 }
 

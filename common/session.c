@@ -338,8 +338,11 @@ static void member_put(as_buf *b, const member_f *f, int env, int64_t seq, int64
 {
     size_t room = member_room(f);
     if (b->n + room + 1 > b->cap) as_buf_grow(b, room);
-    msink m = {b->p + b->n, NULL, 0, 0, 1};
+    if (!b->p) __builtin_unreachable();   // (grown: never NULL; tells the compiler so)
+    char *at = b->p + b->n;
+    msink m = {at, NULL, 0, 0, 1};
     member_bytes(&m, f, env, seq, time);
+    if ((size_t)(m.d - at) > room) as_die(AS_TROUBLE, "internal error: a member of %zu bytes, room for %zu", (size_t)(m.d - at), room);
     b->n = (size_t)(m.d - b->p);
     b->p[b->n] = 0;
 }

@@ -675,6 +675,7 @@ static void check_scenario(const char *dir, int dirfd, scen *S)
     if (lint_tree && !as_name_check(sc->name, &why)) as_lint_begin(lint_now = lint_tree, sc->name, sdir);
     inventory iv = {0};
     list_files(dfd, sdir, &iv);
+    as_fetch(dfd, iv.names, iv.n);   // every file read once, all at once
     for (size_t k = 0; k < iv.n; k++) take_file(S, &iv, sdir, iv.names[k]);
     report_missing(sc, sdir, &iv);
     int nchild = contiguous_children(sdir, &iv);
@@ -685,6 +686,7 @@ static void check_scenario(const char *dir, int dirfd, scen *S)
         as_lint_end(lint_now, &lint_out);
         lint_now = NULL;
     }
+    as_fetch_drop();
     close(dfd);
     for (size_t k = 0; k < iv.n; k++) free(iv.names[k]);
     free(iv.names);

@@ -46,6 +46,20 @@ void as_lines_rewind(as_lines *r);
 // Closes the file; the window stays for the next one.
 void as_lines_close(as_lines *r);
 
+// The regular files names[0, n) of directory dfd (a caller's listing) read
+// ahead, all at once (fetch.c: one io_uring(7) submission where the kernel
+// offers it, else nothing). Until as_fetch_drop, as_lines_open_at and
+// as_read_raw_at hand out a fetched file's bytes without a system call;
+// a file not fetched (AS_FETCH_WINDOW bytes or more, unreadable, past the
+// first AS_FETCH_MAX) is read as ever. names and dfd must outlive the
+// fetch: drop it before either goes. ACPSNAP_IO_URING=0 in the environment
+// turns fetching off.
+enum { AS_FETCH_MAX = 16, AS_FETCH_WINDOW = 128 * 1024 };
+void as_fetch(int dfd, char *const *names, size_t n);
+// 1 and the bytes of file name of directory dfd when they were fetched whole.
+int as_fetched(int dfd, const char *name, const char **p, size_t *len);
+void as_fetch_drop(void);
+
 // Calls fn(ctx, name, type) for each entry of the directory open as dfd
 // but "." and ".." (type a DT_* of dirent.h, DT_UNKNOWN when the file
 // system does not tell), reading it with getdents64(2): no DIR, no

@@ -4,6 +4,7 @@
 // reader dies naming file:line:col on either, so no tool ever copies a stray
 // CR (JSON whitespace) or a NUL into its output.
 #include "acpsnap.h"
+#include "fsat.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -263,7 +264,13 @@ void as_read_file(const char *path, as_buf *b)
 
 int as_read_raw_at(int dfd, const char *name, const char *path, as_buf *b, int reg)
 {
+    const char *f;
+    size_t n;
     as_buf_reset(b);
+    if (as_fetched(dfd, name, &f, &n)) {
+        as_buf_put(b, f, n);
+        return 0;
+    }
     int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return -1;
     for (;;) {

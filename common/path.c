@@ -51,9 +51,16 @@ char *as_dir_arg(const char *arg)
 
 int as_lines_open_at(as_lines *r, int dfd, const char *name, const char *path)
 {
-    r->fd = openat(dfd, name, O_RDONLY | O_CLOEXEC);
+    const char *f;
+    size_t n;
     r->path = path;
     r->b.n = 0, r->pos = 0, r->eof = 0, r->whole = 1, r->reg = 0;
+    if (as_fetched(dfd, name, &f, &n)) {   // the whole file, in the window, no file open
+        as_buf_put(&r->b, f, n);
+        r->fd = -1, r->eof = 1;
+        return 0;
+    }
+    r->fd = openat(dfd, name, O_RDONLY | O_CLOEXEC);
     return r->fd < 0 ? -1 : 0;
 }
 

@@ -698,3 +698,29 @@ fixture-guard: s/m090/input.json:1:13: not a text or zstd file (NUL byte at offs
 fixture-guard: s/m050/replay.override.json: present but the row is not "overridden": true, and replay would apply it silently; set overridden or delete it
 fixture-guard: s/m050/replay.override.json: truncated zstd frame at byte offset 0'
 }
+
+@test "files read at once (io_uring) report exactly as files read one by one (ACPSNAP_IO_URING=0)" {
+    many_scenarios 70
+    # a session log longer than a fetch window, broken at its end
+    {
+        cat s/m001/session.jsonl
+        for ((i = 0; i < 4000; i++)); do printf '%s\n' '{"type":"turn/start","data":{"turn":1}}'; done
+        printf '{"type":\n'
+    } > s/m001/session.jsonl.new
+    mv s/m001/session.jsonl.new s/m001/session.jsonl
+    # more files than one fetch takes: the fixtures sort after twenty notes
+    for i in $(seq -w 20); do printf 'x\n' > "s/m002/notes$i.txt"; done
+    printf '%s\n' '{"t":"ran in /home/alice/p"}' >> s/m002/stdout.expected.jsonl
+    rm s/m003/stdout.expected.jsonl
+    printf '[1]\n' >> s/m069/stdout.expected.jsonl
+    local want='fixture-guard: s/m001/session.jsonl:4002: invalid JSON at column 9: unexpected end of input
+fixture-guard: s/m003/stdout.expected.jsonl: missing; every scenario needs its expected stdout
+fixture-guard: s/m069/stdout.expected.jsonl:2: not a JSON object; stdout.expected.jsonl holds one normalized ACP frame per line
+fixture-guard: s/m002/stdout.expected.jsonl:2:14: a home path (/home/alice/p) in a fixture; normalize it, or allow it in .acpsnap-allow'
+    for opt in '' --serial; do
+        run -1 --separate-stderr fixture-guard $opt s
+        assert_equal "$stderr" "$want"
+        ACPSNAP_IO_URING=0 run -1 --separate-stderr fixture-guard $opt s
+        assert_equal "$stderr" "$want"
+    done
+}

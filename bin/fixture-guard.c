@@ -687,7 +687,7 @@ static void check_scenario(const char *dir, int dirfd, scen *S)
         lint_now = NULL;
     }
     as_fetch_drop();
-    close(dfd);
+    as_fetch_close(dfd);
     for (size_t k = 0; k < iv.n; k++) free(iv.names[k]);
     free(iv.names);
     free(iv.childseen);
@@ -1100,12 +1100,15 @@ _Noreturn static void worker_run(const worker *w, pid_t parent, const char *dir,
     long before = probs.count;
     as_buf_reset(&lint_out);
     dup2(w->check_fd, 2);
+    off_t pos = err_pos();
     for (size_t i; (i = claim(sh, 1)) != SIZE_MAX;) {
-        sh->seg[i].start = err_pos();
+        unsigned long said = as_err_count;
+        sh->seg[i].start = pos;
         sh->dying = i + 1;
         check_one(dir, dirfd, sv, i, sh->lint);
         sh->dying = 0;
-        sh->seg[i].end = err_pos();
+        if (as_err_count != said) pos = err_pos();   // (no message: the file's end has not moved)
+        sh->seg[i].end = pos;
     }
     if (as_write_all(w->lint_fd, lint_out.p, lint_out.n) < 0) as_die_sys("write the worker's messages");
     sh->count = probs.count - before;

@@ -32,6 +32,7 @@ enum { AS_OK = 0, AS_NO = 1, AS_TROUBLE = 2 };
 
 // ---------------------------------------------------------------- err.c
 extern const char *as_prog;            // program name for messages
+extern unsigned long as_err_count;     // messages written to stderr so far (as_warn*, as_problem)
 void as_setprog(const char *argv0);    // sets as_prog to basename(argv0)
 // "prog: message\n" on stderr, then exit(code).
 _Noreturn void as_die(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -6,6 +6,7 @@
 #include <string.h>
 
 const char *as_prog = "acpsnap";
+unsigned long as_err_count;
 void (*as_die_hook)(int code);
 
 // A fatal error leaves its allocations behind on purpose; LeakSanitizer
@@ -31,6 +32,7 @@ void as_setprog(const char *argv0)
 
 static void vmsg(const char *file, long line, long col, const char *fmt, va_list ap)
 {
+    as_err_count++;
     fflush(stdout);
     fprintf(stderr, "%s: ", as_prog);
     if (file) {

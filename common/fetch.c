@@ -15,6 +15,7 @@
 #include "fsat.h"
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -31,7 +32,7 @@
 enum { FETCH_MAX = AS_FETCH_MAX, FETCH_WINDOW = AS_FETCH_WINDOW, OP_OPEN = 0, OP_READ, OP_CLOSE };
 
 static struct {
-    pid_t pid;                  // the process the ring was made in; 0: not tried yet
+    int tried;                  // this process has made its ring, or failed to; a fork's child has not
     int fd;                     // the ring; -1: none
     unsigned *sq_tail, *sq_mask, *sq_array, *cq_head, *cq_tail, *cq_mask;
     struct io_uring_sqe *sqes;
@@ -41,7 +42,8 @@ static struct {
     char *win;                  // FETCH_MAX windows
     struct { int dfd; const char *name; long len; } f[FETCH_MAX];   // len -1: not fetched
     size_t n;
-} R = {.fd = -1};
+    int closing;                // a directory the next submission closes; -1: none
+} R = {.fd = -1, .closing = -1};
 
 static void ring_drop(void)
 {
@@ -91,14 +93,22 @@ static int ring_make(void)
     return 0;
 }
 
+// In a fork's child: the parent's ring and directory are the parent's, so
+// this copy of them is let go, untouched, and the child makes its own.
+static void forked(void)
+{
+    ring_drop();
+    if (R.closing >= 0) close(R.closing), R.closing = -1;
+    R.n = 0, R.tried = 0;
+}
+
 // The ring of this process, made on first use: 0, or -1 when there is none.
-// A forked process makes its own (the parent's is the parent's).
 static int ring(void)
 {
-    pid_t me = getpid();
-    if (R.pid == me) return R.fd >= 0 ? 0 : -1;
-    if (R.pid) ring_drop();   // the parent's: this copy of it let go, untouched
-    R.pid = me;
+    if (R.tried) return R.fd >= 0 ? 0 : -1;
+    static int hooked;
+    if (!hooked && pthread_atfork(NULL, NULL, forked) != 0) return -1;
+    hooked = R.tried = 1;
     const char *off = getenv("ACPSNAP_IO_URING");
     if (off && !strcmp(off, "0")) return -1;
     if (ring_make() < 0) { ring_drop(); return -1; }
@@ -116,8 +126,13 @@ static void put(unsigned *tail, unsigned op, int fd, const void *addr, unsigned 
     q->addr = (uint64_t)(uintptr_t)addr;
     q->len = len;
     q->user_data = (uint64_t)i << 2 | (op == IORING_OP_OPENAT ? OP_OPEN : op == IORING_OP_READ ? OP_READ : OP_CLOSE);
-    if (op == IORING_OP_OPENAT) q->open_flags = O_RDONLY;   // (close-on-exec is not for a direct descriptor)
-    if (op != IORING_OP_READ) q->file_index = slot + 1;
+    if (op == IORING_OP_OPENAT) {   // into slot (close-on-exec is not for a direct descriptor)
+        q->open_flags = O_RDONLY;
+        q->file_index = slot + 1;
+    } else if (op == IORING_OP_CLOSE && fd < 0) {   // slot; else descriptor fd
+        q->fd = 0;
+        q->file_index = slot + 1;
+    }
     R.sq_array[k] = k;
     ++*tail;
 }
@@ -132,10 +147,16 @@ void as_fetch(int dfd, char *const *names, size_t n)
         R.f[i].dfd = dfd, R.f[i].name = names[i], R.f[i].len = -1;
         put(&tail, IORING_OP_OPENAT, dfd, names[i], 0, (unsigned)i, IOSQE_IO_LINK, i);
         put(&tail, IORING_OP_READ, (int)i, R.win + i * (size_t)FETCH_WINDOW, FETCH_WINDOW, 0, IOSQE_FIXED_FILE | IOSQE_IO_HARDLINK, i);
-        put(&tail, IORING_OP_CLOSE, 0, NULL, 0, (unsigned)i, 0, i);
+        put(&tail, IORING_OP_CLOSE, -1, NULL, 0, (unsigned)i, 0, i);
+    }
+    unsigned todo = 3 * (unsigned)n;
+    if (R.closing >= 0) {   // the last directory, closed on the way
+        put(&tail, IORING_OP_CLOSE, R.closing, NULL, 0, 0, 0, FETCH_MAX);
+        R.closing = -1;
+        todo++;
     }
     __atomic_store_n(R.sq_tail, tail, __ATOMIC_RELEASE);
-    unsigned todo = 3 * (unsigned)n, left = todo, ok[FETCH_MAX] = {0};
+    unsigned left = todo, ok[FETCH_MAX + 1] = {0};
     while (left) {   // submit all, then wait for every completion
         long r = syscall(__NR_io_uring_enter, R.fd, todo, left, IORING_ENTER_GETEVENTS, NULL, 0);
         if (r < 0 && errno != EINTR) break;
@@ -146,7 +167,10 @@ void as_fetch(int dfd, char *const *names, size_t n)
             size_t i = (size_t)(c->user_data >> 2);
             unsigned op = (unsigned)(c->user_data & 3);
             if (op == OP_OPEN) ok[i] = c->res >= 0;
-            else if (op == OP_READ && c->res >= 0 && c->res < FETCH_WINDOW) R.f[i].len = c->res;
+            else if (op == OP_READ && c->res >= 0 && c->res < FETCH_WINDOW) {
+                R.f[i].len = c->res;
+                R.win[i * (size_t)FETCH_WINDOW + (size_t)c->res] = 0;
+            }
         }
         __atomic_store_n(R.cq_head, head, __ATOMIC_RELEASE);
     }
@@ -172,10 +196,19 @@ int as_fetched(int dfd, const char *name, const char **p, size_t *len)
 
 void as_fetch_drop(void) { R.n = 0; }
 
+void as_fetch_close(int fd)
+{
+    if (R.closing >= 0) close(R.closing);
+    R.closing = -1;
+    if (R.tried && R.fd >= 0) R.closing = fd;
+    else close(fd);
+}
+
 #else   // no io_uring here: nothing is fetched
 
 void as_fetch(int dfd, char *const *names, size_t n) { (void)dfd, (void)names, (void)n; }
 int as_fetched(int dfd, const char *name, const char **p, size_t *len) { (void)dfd, (void)name, (void)p, (void)len; return 0; }
 void as_fetch_drop(void) {}
+void as_fetch_close(int fd) { close(fd); }
 
 #endif

@@ -20,6 +20,8 @@ typedef struct {
     int fd;
     const char *path;             // for messages
     as_buf b;                     // the window: [pos, b.n) not yet handed out
+    as_buf own;                   // the reader's window while b shows a fetched file
+    int lent;                     // b shows a fetched file's bytes (as_fetch), until the close
     size_t pos;
     int eof;                      // the file's end is in the window
     int whole;                    // the window starts at the file's start
@@ -56,9 +58,13 @@ void as_lines_close(as_lines *r);
 // turns fetching off.
 enum { AS_FETCH_MAX = 16, AS_FETCH_WINDOW = 128 * 1024 };
 void as_fetch(int dfd, char *const *names, size_t n);
-// 1 and the bytes of file name of directory dfd when they were fetched whole.
+// 1 and the bytes of file name of directory dfd when they were fetched whole
+// (a NUL after them, as in an as_buf).
 int as_fetched(int dfd, const char *name, const char **p, size_t *len);
 void as_fetch_drop(void);
+// Closes directory fd: by the next fetch's submission where there is a
+// ring (so until then it stays open), else at once.
+void as_fetch_close(int fd);
 
 // Calls fn(ctx, name, type) for each entry of the directory open as dfd
 // but "." and ".." (type a DT_* of dirent.h, DT_UNKNOWN when the file

@@ -53,10 +53,12 @@ int as_lines_open_at(as_lines *r, int dfd, const char *name, const char *path)
 {
     const char *f;
     size_t n;
+    if (r->lent) r->b = r->own, r->lent = 0;
     r->path = path;
     r->b.n = 0, r->pos = 0, r->eof = 0, r->whole = 1, r->reg = 0;
-    if (as_fetched(dfd, name, &f, &n)) {   // the whole file, in the window, no file open
-        as_buf_put(&r->b, f, n);
+    if (as_fetched(dfd, name, &f, &n)) {   // the whole file, shown where it was fetched: no open, no copy
+        r->own = r->b, r->lent = 1;
+        r->b = (as_buf){(char *)f, n, n + 1};
         r->fd = -1, r->eof = 1;
         return 0;
     }
@@ -132,6 +134,7 @@ void as_lines_close(as_lines *r)
 {
     if (r->fd >= 0) close(r->fd);
     r->fd = -1;
+    if (r->lent) r->b = r->own, r->lent = 0;
 }
 
 // The kernel's record (getdents64(2)); glibc declares the call, not the record.

@@ -115,7 +115,10 @@ static int ring(void)
     return 0;
 }
 
-static void put(unsigned *tail, unsigned op, int fd, const void *addr, unsigned len, unsigned slot, unsigned char flags, size_t i)
+// Request op at the ring's tail for file i (its slot in the ring's file
+// table; FETCH_MAX: the directory closed on the way). An open goes into
+// slot i; a close with fd -1 closes slot i, else descriptor fd.
+static void put(unsigned *tail, unsigned op, int fd, const void *addr, unsigned len, unsigned char flags, size_t i)
 {
     unsigned k = *tail & *R.sq_mask;
     struct io_uring_sqe *q = &R.sqes[k];
@@ -126,13 +129,9 @@ static void put(unsigned *tail, unsigned op, int fd, const void *addr, unsigned 
     q->addr = (uint64_t)(uintptr_t)addr;
     q->len = len;
     q->user_data = (uint64_t)i << 2 | (op == IORING_OP_OPENAT ? OP_OPEN : op == IORING_OP_READ ? OP_READ : OP_CLOSE);
-    if (op == IORING_OP_OPENAT) {   // into slot (close-on-exec is not for a direct descriptor)
-        q->open_flags = O_RDONLY;
-        q->file_index = slot + 1;
-    } else if (op == IORING_OP_CLOSE && fd < 0) {   // slot; else descriptor fd
-        q->fd = 0;
-        q->file_index = slot + 1;
-    }
+    if (op == IORING_OP_OPENAT) q->open_flags = O_RDONLY;   // (close-on-exec is not for a direct descriptor)
+    if (op == IORING_OP_OPENAT || (op == IORING_OP_CLOSE && fd < 0)) q->file_index = (unsigned)i + 1;
+    if (op == IORING_OP_CLOSE && fd < 0) q->fd = 0;
     R.sq_array[k] = k;
     ++*tail;
 }
@@ -145,13 +144,13 @@ void as_fetch(int dfd, char *const *names, size_t n)
     unsigned tail = *R.sq_tail;
     for (size_t i = 0; i < n; i++) {
         R.f[i].dfd = dfd, R.f[i].name = names[i], R.f[i].len = -1;
-        put(&tail, IORING_OP_OPENAT, dfd, names[i], 0, (unsigned)i, IOSQE_IO_LINK, i);
-        put(&tail, IORING_OP_READ, (int)i, R.win + i * (size_t)FETCH_WINDOW, FETCH_WINDOW, 0, IOSQE_FIXED_FILE | IOSQE_IO_HARDLINK, i);
-        put(&tail, IORING_OP_CLOSE, -1, NULL, 0, (unsigned)i, 0, i);
+        put(&tail, IORING_OP_OPENAT, dfd, names[i], 0, IOSQE_IO_LINK, i);
+        put(&tail, IORING_OP_READ, (int)i, R.win + i * (size_t)FETCH_WINDOW, FETCH_WINDOW, IOSQE_FIXED_FILE | IOSQE_IO_HARDLINK, i);
+        put(&tail, IORING_OP_CLOSE, -1, NULL, 0, 0, i);
     }
     unsigned todo = 3 * (unsigned)n;
     if (R.closing >= 0) {   // the last directory, closed on the way
-        put(&tail, IORING_OP_CLOSE, R.closing, NULL, 0, 0, 0, FETCH_MAX);
+        put(&tail, IORING_OP_CLOSE, R.closing, NULL, 0, 0, FETCH_MAX);
         R.closing = -1;
         todo++;
     }

@@ -49,11 +49,17 @@ char *as_dir_arg(const char *arg)
     return dir;
 }
 
+// The reader's own window back in place, when it showed a fetched file.
+static void give_back(as_lines *r)
+{
+    if (r->lent) r->b = r->own, r->lent = 0;
+}
+
 int as_lines_open_at(as_lines *r, int dfd, const char *name, const char *path)
 {
     const char *f;
     size_t n;
-    if (r->lent) r->b = r->own, r->lent = 0;
+    give_back(r);
     r->path = path;
     r->b.n = 0, r->pos = 0, r->eof = 0, r->whole = 1, r->reg = 0;
     if (as_fetched(dfd, name, &f, &n)) {   // the whole file, shown where it was fetched: no open, no copy
@@ -134,7 +140,7 @@ void as_lines_close(as_lines *r)
 {
     if (r->fd >= 0) close(r->fd);
     r->fd = -1;
-    if (r->lent) r->b = r->own, r->lent = 0;
+    give_back(r);
 }
 
 // The kernel's record (getdents64(2)); glibc declares the call, not the record.

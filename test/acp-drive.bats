@@ -544,22 +544,54 @@ echo: $root"
 @test "acp-drive: --serve passes SIGTERM on to its runs, waits for them, and ends by it" {
     mkdir -p snap/slow; cp snap/s/session.jsonl snap/slow/
     printf '{"steps":[{"op":"initialize"},{"op":"newSession"},{"op":"prompt","text":"await: %s/go"}]}' "$PWD" > snap/slow/input.json
-    mkfifo req
-    acp-drive -p fake.profile --serve --jobs 2 < req > answers 2> err &
-    local pid=$!
-    exec {w}> req
-    printf '%s\0' '' o0 snap/slow e0 >&$w
-    for ((i = 0; i < 600; i++)); do [ ! -s go.pid ] || break; sleep 0.05; done
-    [ -s go.pid ]
-    kill -TERM $pid
-    local st=0; wait $pid || st=$?
-    exec {w}>&-
-    assert_equal "$st" 143
-    assert_equal "$(cat answers)" ''
-    ! kill -0 "$(cat go.pid)" 2>/dev/null
-    run -0 cat e0
-    assert_output --partial 'interrupted by signal 15'
+    # (at --jobs 1 with a processor to spare, a spare fork waits beside the run)
+    for j in 2 1; do
+        rm -f req answers err go.pid e0; rm -rf o0
+        mkfifo req
+        acp-drive -p fake.profile --serve --jobs $j < req > answers 2> err &
+        local pid=$!
+        exec {w}> req
+        printf '%s\0' '' o0 snap/slow e0 >&$w
+        for ((i = 0; i < 600; i++)); do [ ! -s go.pid ] || break; sleep 0.05; done
+        [ -s go.pid ]
+        kill -TERM $pid
+        local st=0; wait $pid || st=$?
+        exec {w}>&-
+        assert_equal "$st" 143
+        assert_equal "$(cat answers)" ''
+        ! kill -0 "$(cat go.pid)" 2>/dev/null
+        run -0 cat e0
+        assert_output --partial 'interrupted by signal 15'
+        # no process of the server's is left (its runs, its spare)
+        run pgrep -f "acp-drive -p fake.profile --serve --jobs $j"
+        assert_output ''
+        no_leftovers
+    done
+}
+
+@test "acp-drive: --serve at --jobs 1 (a spare fork made ahead; a run that compared the same answers before its clean-up): the same answers, and nothing of its runs left once it is over" {
+    input '{"steps":[{"op":"initialize"},{"op":"newSession"},{"op":"prompt","text":"hello"}]}'
+    run -0 acp-drive -p fake.profile -o want snap/s
+    scrub --stdout --context want/run.json want/stdout.raw.jsonl > snap/s/stdout.expected.jsonl
+    rm -rf want
+    : > req
+    for i in 0 1 2 3 4 5; do printf '%s\0' stdout "o$i" snap/s "e$i" >> req; done
+    printf '%s\0' '' o6 snap/s e6 >> req   # (not compared: answered once over)
+    run -0 --separate-stderr acp-drive -p fake.profile --serve -j 1 < req
+    assert_output "$(printf '0 %d\n' 0 1 2 3 4 5 6)"
+    assert_equal "$stderr" ''
+    for i in 0 1 2 3 4 5; do assert_equal "$(cat "o$i/compared")" same; [ ! -s "e$i" ]; done
+    [ -s o6/stdout.raw.jsonl ] && [ ! -e o6/compared ]
+    # its runs' agents' directories all gone, no run of it left
     no_leftovers
+    run pgrep -f 'acp-drive -p fake.profile --serve -j 1'
+    assert_output ''
+    # no request at all: the spare made ahead goes, and so does the server
+    run -0 --separate-stderr acp-drive -p fake.profile --serve -j 1 < /dev/null
+    assert_output ''
+    assert_equal "$stderr" ''
+    run pgrep -f 'acp-drive -p fake.profile --serve -j 1'
+    assert_output ''
 }
 
 @test "acp-drive: an agent command that is a script without its #! line cannot be started (posix_spawnp runs no /bin/sh in its stead)" {

@@ -203,8 +203,8 @@ void list_logs(const char *root, const profile *pf, loglist *l, as_buf *scratch)
 void loglist_free(loglist *l);
 void harvest(run *r);
 
-// compare.c: --compare, once the run has completed and been released:
-// writes OUTDIR/compared.
-void compare(const run *r, const char *dir, int logs);
+// compare.c: --compare, once the run has completed (its agent gone, its
+// outputs written): writes OUTDIR/compared; 1 when it says same.
+int compare(const run *r, const char *dir, int logs);
 
 #endif

@@ -20,6 +20,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -59,12 +63,13 @@ typedef struct {
     const char *provider;                      // --provider-script
     int compare;                               // --compare: 0 no, 1 stdout, 2 all
     int serve;                                 // --serve
+    int answer;                                // a --serve run: where it answers early, else -1
     long jobs;                                 // --jobs (with --serve), 0: not given
     long timeout, rpc_timeout, exit_timeout;   // -1: not given
     char **env; size_t nenv;                   // --env K=V, in order
 } opts;
 
-enum { SERVE_MAX = 256 };   // --jobs' bound
+enum { SERVE_MAX = 256, SPARE_DELAY = 2 };   // --jobs' bound
 
 static long num_opt(const char *opt, const char *s)
 {
@@ -272,6 +277,8 @@ static void release(run *r, char **envp)
     if (r->pidfd >= 0) close(r->pidfd);
 }
 
+static void answer_early(const opts *o);
+
 // One run: scenario directory scen with the options o, as acp-drive runs
 // one (in a --serve child too); its exit status.
 static int run_scenario(const opts *o, run *r, const char *scen)
@@ -302,8 +309,10 @@ static int run_scenario(const opts *o, run *r, const char *scen)
     if (row && row->prepareWorkspace) r->t_prepare = as_now_ms() - t0;
     if (rc == AS_OK) rc = run_agent(r, envp);
 
+    // compared before the release, so that a --serve run that compared the
+    // same answers before its scratch directories are removed (answer_early)
+    if (o->compare && rc == AS_OK && compare(r, scen, o->compare == 2)) answer_early(o);
     release(r, envp);
-    if (o->compare && rc == AS_OK) compare(r, scen, o->compare == 2);
     as_table_free(&table);
     free(script);
     return rc;
@@ -317,7 +326,28 @@ static int run_scenario(const opts *o, run *r, const char *scen)
 // it is over, with one line: its exit status (128 + the signal when one
 // ended it), a space and the request's number (0 the first). Ends at the
 // end of stdin, once the last run is over.
-typedef struct { pid_t pid; int fd; long seq; } served;   // fd: EOF when the run is over
+//
+// The fork is made before the request comes: a spare, forked while the
+// runs before it go on, waits for its request on a pipe of its own. A run
+// that compared the same answers as soon as it knows (answer_early), then
+// removes its scratch directories while the next one runs (it drains); one
+// that did not answers when it is over, its exit status read by waitpid.
+typedef struct {
+    pid_t pid;
+    int fd;     // the run's end: a byte (it compared the same), else EOF when it is over
+    int req;    // a spare's request pipe, -1 once the request is sent
+    long seq;
+} served;
+
+// In a run: it compared the same, so it is over but for its clean-up.
+static void answer_early(const opts *o)
+{
+    if (o->answer < 0) return;
+    char ok = 0;
+    if (write(o->answer, &ok, 1) < 0) {}   // (the server gone: its end is no concern of this run)
+    close(o->answer);
+    if (nice(10) < 0) {}   // (what is left yields to the next run)
+}
 
 // A request's four fields at the front of in, when it holds them all: their
 // starts in f, and the bytes they take; 0 when it does not (yet).
@@ -334,36 +364,127 @@ static size_t take_request(const as_buf *in, size_t at, char *f[4])
     return i - at;
 }
 
-static served serve_start(opts *o, const run *proto, char *f[4], long seq)
+// In a spare, before its request: what a run would fault in page by page
+// (its stack, a heap to grow into, the program's data and code) made its
+// own now, while the runs before it go on, not on its run's way. (glibc's
+// malloc and the GNU linker's symbols; Linux 5.14's MADV_POPULATE_*: a
+// kernel without them refuses the madvise, and the run faults as before.)
+static void prefault(void)
 {
-    int done[2];
-    if (pipe2(done, O_CLOEXEC)) as_die_sys("pipe");
+#if defined(__GLIBC__) && defined(MADV_POPULATE_WRITE)
+    extern char __executable_start[], etext[], __data_start[], _end[];
+    const uintptr_t pg = 4096;
+    uintptr_t t0 = (uintptr_t)__executable_start & ~(pg - 1), t1 = ((uintptr_t)etext + pg - 1) & ~(pg - 1);
+    uintptr_t d0 = (uintptr_t)__data_start & ~(pg - 1), d1 = ((uintptr_t)_end + pg - 1) & ~(pg - 1);
+    madvise((void *)t0, t1 - t0, MADV_POPULATE_READ);
+    madvise((void *)d0, d1 - d0, MADV_POPULATE_WRITE);
+    volatile char stack[256 << 10];
+    for (size_t i = 0; i < sizeof stack; i += pg) stack[i] = 0;
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    mallopt(M_TRIM_THRESHOLD, 64 << 20);
+    size_t heap = 2 << 20;
+    char *h = malloc(heap);
+    if (h) {
+        uintptr_t h0 = ((uintptr_t)h + pg - 1) & ~(pg - 1), h1 = ((uintptr_t)h + heap) & ~(pg - 1);
+        madvise((void *)h0, h1 - h0, MADV_POPULATE_WRITE);
+        free(h);
+    }
+#endif
+}
+
+// In a spare: its request, read whole from fd (the server sends it at once
+// and closes its end); exits at an end before a whole request (no run).
+static void await_request(int fd, as_buf *in, char *f[4])
+{
+    char buf[4096];
+    for (;;) {
+        ssize_t got = read(fd, buf, sizeof buf);
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) break;
+        as_buf_put(in, buf, (size_t)got);
+    }
+    close(fd);
+    if (!take_request(in, 0, f)) _exit(0);
+}
+
+static served spare_fork(opts *o, const run *proto, int ahead)
+{
+    int done[2], req[2];
+    if (pipe2(done, O_CLOEXEC) || pipe2(req, O_CLOEXEC)) as_die_sys("pipe");
     fflush(stdout);
     pid_t pid = fork();
     if (pid < 0) as_die_sys("fork");
     if (pid == 0) {   // (done[1] stays open, unseen by what it starts, until it exits)
-        close(done[0]);
-        int err = open(f[3], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-        if (err < 0) as_die_sys("open %s", f[3]);
+        close(done[0]); close(req[1]);
+        signal(SIGTERM, SIG_DFL); signal(SIGINT, SIG_DFL); signal(SIGHUP, SIG_DFL);   // (the server's are not a spare's)
         int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
         if (nul < 0) as_die_sys("open /dev/null");
-        dup2(nul, 0); dup2(nul, 1); dup2(err, 2);
+        dup2(nul, 0); dup2(nul, 1);   // (the server's requests and answers are not this run's)
+        if (ahead) prefault();
+        as_buf in = {0};
+        char *f[4];
+        await_request(req[0], &in, f);
+        int err = open(f[3], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+        if (err < 0) as_die_sys("open %s", f[3]);
+        dup2(err, 2);
         o->compare = *f[0] ? compare_mode(f[0]) : 0;
         o->out = f[1];
+        o->answer = done[1];
         run r = *proto;
         exit(run_scenario(o, &r, f[2]));
     }
-    close(done[1]);
-    return (served){ pid, done[0], seq };
+    close(done[1]); close(req[0]);
+    return (served){ pid, done[0], req[1], -1 };
 }
 
-static void serve_answer(const served *s)
+// Hands the request in f to the spare s: it is a run from now on.
+static void serve_start(served *s, char *f[4], long seq)
 {
-    int st;
-    while (waitpid(s->pid, &st, 0) < 0)
+    size_t n = (size_t)(f[3] + strlen(f[3]) + 1 - f[0]);
+    for (size_t o = 0; o < n;) {
+        ssize_t w = write(s->req, f[0] + o, n - o);
+        if (w < 0 && errno == EINTR) continue;
+        if (w < 0) as_die_sys("hand a request to a run");   // (the spare is gone: died at its start)
+        o += (size_t)w;
+    }
+    close(s->req);
+    s->req = -1;
+    s->seq = seq;
+}
+
+static int wait_for(pid_t pid, int flags)
+{
+    int st = 0;
+    pid_t got;
+    while ((got = waitpid(pid, &st, flags)) < 0)
         if (errno != EINTR) as_die_sys("wait for a run");
+    return got ? st : -1;
+}
+
+// The draining runs that are over, reaped (all of them, waiting, when all).
+static void reap_drained(pid_t *drain, int *ndrain, int all)
+{
+    for (int i = *ndrain - 1; i >= 0; i--)
+        if (wait_for(drain[i], all ? 0 : WNOHANG) != -1) drain[i] = drain[--*ndrain];
+}
+
+// The run s has said it is over: its answer. One that answered early
+// drains (its pid in drain, reaped later); else its exit status.
+static void serve_answer(const served *s, pid_t *drain, int *ndrain)
+{
+    char ok;
+    ssize_t got;
+    while ((got = read(s->fd, &ok, 1)) < 0 && errno == EINTR) {}
     close(s->fd);
-    printf("%d %ld\n", WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st), s->seq);
+    int status = 0;
+    if (got == 1) {
+        if (*ndrain == SERVE_MAX) reap_drained(drain, ndrain, 1);
+        drain[(*ndrain)++] = s->pid;
+    } else {
+        int st = wait_for(s->pid, 0);
+        status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    }
+    printf("%d %ld\n", status, s->seq);
     if (fflush(stdout)) as_die_sys("answer a request");
 }
 
@@ -374,12 +495,14 @@ static void serve_answer(const served *s)
 static volatile sig_atomic_t serve_sig;
 static void on_serve_signal(int sig) { serve_sig = sig; }
 
-_Noreturn static void serve_abort(const served *runs, int nrun)
+_Noreturn static void serve_abort(const served *runs, int nrun, const pid_t *drain, int ndrain)
 {
     int sig = serve_sig;
     for (int i = 0; i < nrun; i++) kill(runs[i].pid, SIGTERM);
     for (int i = 0; i < nrun; i++)
         while (waitpid(runs[i].pid, NULL, 0) < 0 && errno == EINTR) {}
+    for (int i = 0; i < ndrain; i++)
+        while (waitpid(drain[i], NULL, 0) < 0 && errno == EINTR) {}
     signal(sig, SIG_DFL);
     raise(sig);
     _exit(128 + sig);
@@ -388,9 +511,10 @@ _Noreturn static void serve_abort(const served *runs, int nrun)
 static int serve(opts *o, const run *proto)
 {
     long jobs = o->jobs ? o->jobs : 1, seq = 0;
-    served runs[SERVE_MAX];
+    served runs[SERVE_MAX + 1];   // the runs, then the spare
+    pid_t drain[SERVE_MAX];       // runs that answered early, not yet reaped (at most the runs answered since the last reaping)
     struct pollfd pf[SERVE_MAX + 1];
-    int nrun = 0, eof = 0;
+    int nrun = 0, ndrain = 0, eof = 0;
     as_buf in = {0};
     size_t at = 0;
     struct sigaction sa = { .sa_handler = on_serve_signal };   // (no SA_RESTART: poll returns)
@@ -398,19 +522,32 @@ static int serve(opts *o, const run *proto)
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
+    // A spare ahead of the requests (prefaulted) when a processor is left
+    // over for it beside the runs; else each run's fork when it is asked for.
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    int ahead = jobs < ncpu, have_spare = ahead;
+    served spare = {0};
+    if (ahead) spare = spare_fork(o, proto, 1);
     for (;;) {
         char *f[4];
-        if (serve_sig) serve_abort(runs, nrun);
-        for (size_t k; nrun < jobs && (k = take_request(&in, at, f)); at += k)
-            runs[nrun++] = serve_start(o, proto, f, seq++);
+        if (serve_sig) { if (have_spare) runs[nrun++] = spare; serve_abort(runs, nrun, drain, ndrain); }
+        for (size_t k; nrun < jobs && (k = take_request(&in, at, f)); at += k) {
+            if (!have_spare) spare = spare_fork(o, proto, 0);
+            serve_start(&spare, f, seq++);
+            runs[nrun++] = spare;
+            have_spare = 0;
+        }
         if (eof && !nrun) break;
         int np = 0;
         if (!eof && nrun < jobs) pf[np++] = (struct pollfd){ .fd = 0, .events = POLLIN };
         for (int i = 0; i < nrun; i++) pf[np++] = (struct pollfd){ .fd = runs[i].fd, .events = POLLIN };
-        if (poll(pf, (nfds_t)np, -1) < 0) {
+        // the next spare once the runs have started (SPARE_DELAY ms), not while they start
+        int pr = poll(pf, (nfds_t)np, !ahead || have_spare || eof ? -1 : SPARE_DELAY);
+        if (pr < 0) {
             if (errno == EINTR) continue;
             as_die_sys("poll");
         }
+        if (pr == 0) { spare = spare_fork(o, proto, 1); have_spare = 1; continue; }
         int base = 0;
         if (!eof && nrun < jobs) {
             base = 1;
@@ -425,10 +562,17 @@ static int serve(opts *o, const run *proto)
         }
         for (int i = nrun - 1; i >= 0; i--) {
             if (!pf[base + i].revents) continue;
-            serve_answer(&runs[i]);
+            serve_answer(&runs[i], drain, &ndrain);
             runs[i] = runs[--nrun];
         }
+        reap_drained(drain, &ndrain, 0);
     }
+    if (have_spare) {
+        close(spare.req);   // (its end of input: the spare exits)
+        close(spare.fd);
+        wait_for(spare.pid, 0);
+    }
+    reap_drained(drain, &ndrain, 1);
     if (in.n > at) as_die(AS_TROUBLE, "--serve: a request ends before its four fields");
     as_buf_free(&in);
     return AS_OK;
@@ -438,7 +582,7 @@ int main(int argc, char **argv)
 {
     run r = { .fin = -1, .fout = -1, .ferr = -1, .pidfd = -1, .spill_fd = -1, .watch_id = -1,
               .t_prepare = -1, .t_boot = -1, .t_exit = -1, .t_harvest = -1 };
-    opts o = { .timeout = -1, .rpc_timeout = -1, .exit_timeout = -1 };
+    opts o = { .timeout = -1, .rpc_timeout = -1, .exit_timeout = -1, .answer = -1 };
     as_setprog(argv[0]);
     options(argc, argv, &o, &r);
     signal(SIGPIPE, SIG_IGN);

@@ -31,6 +31,35 @@ tree_sum() { (cd "$1" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sh
     [ -z "$(ls -A "$TMPDIR")" ]
 }
 
+@test "scenarios: replay makes and removes its scratch with bash's loadable mktemp, mkdir and rm where found (no process), else with the commands: the same verdicts" {
+    [ -r /usr/lib/bash/mktemp ] || skip "no loadable builtins in /usr/lib/bash (Debian: bash-builtins)"
+    copy_tree
+    mkdir shim
+    local c real
+    for c in mktemp mkdir rm; do
+        real=$(command -v "$c")
+        printf '#!/bin/sh\necho %s >> "%s/shim.log"\nexec %s "$@"\n' "$c" "$PWD" "$real" > "shim/$c"
+        chmod +x "shim/$c"
+    done
+    verdicts() { sed -E 's/ +[0-9]+\.[0-9]{3} s$//; s/ \([0-9.]+ s\)$//; /^slowest: /d' <<<"$output"; }
+    PATH=$PWD/shim:$PATH run -0 acpsnap-replay -d snap -p snap/acpsnap-agent.profile
+    local with; with=$(verdicts)
+    [ ! -e shim.log ]
+    [ -z "$(ls -A "$TMPDIR")" ]
+    ACPSNAP_BASH_BUILTINS=0 PATH=$PWD/shim:$PATH run -0 acpsnap-replay -d snap -p snap/acpsnap-agent.profile
+    assert_equal "$(verdicts)" "$with"
+    assert_equal "$(sort -u shim.log)" "$(printf 'mkdir\nmktemp\nrm')"
+    [ -z "$(ls -A "$TMPDIR")" ]
+    # taken from BASH_LOADABLES_PATH's absolute directories, never a relative one
+    mkdir lb; cp /usr/lib/bash/mktemp /usr/lib/bash/mkdir /usr/lib/bash/rm lb/
+    rm shim.log
+    BASH_LOADABLES_PATH=$PWD/lb PATH=$PWD/shim:$PATH run -0 acpsnap-replay -d snap -p snap/acpsnap-agent.profile
+    [ ! -e shim.log ]
+    BASH_LOADABLES_PATH=lb PATH=$PWD/shim:$PATH run -0 acpsnap-replay -d snap -p snap/acpsnap-agent.profile
+    [ -s shim.log ]
+    [ -z "$(ls -A "$TMPDIR")" ]
+}
+
 @test "scenarios: make -j2 replay passes" {
     copy_tree
     run -0 make -s -j2 -f "$ROOT/share/acpsnap.mk" ACPSNAP_SNAPSHOTS=snap ACPSNAP_BIN="$BIN" replay

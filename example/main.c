@@ -1,6 +1,9 @@
 // acpsnap-agent - the reference ACP agent: main(), shared helpers.
 #include <fcntl.h>
 #include <getopt.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,6 +88,11 @@ int main(int argc, char **argv)
     const char *cfgpath = NULL, *replay = NULL;
     int check = 0, o;
     as_setprog(argv[0]);
+#ifdef M_ARENA_MAX
+    // one malloc arena: a turn's thread allocates from the heap already
+    // made, not from a new arena of its own (its pages each a fault)
+    mallopt(M_ARENA_MAX, 1);
+#endif
     while ((o = getopt_long(argc, argv, "c:", longopts, NULL)) != -1) {
         switch (o) {
         case 'c': cfgpath = optarg; break;

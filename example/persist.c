@@ -25,6 +25,8 @@ struct persist {
     long batches;           // batches written (the header is batch 0)
     long crash_at;
     int nosync;             // sync = none: no fsync (config.c)
+    ZSTD_CCtx *cc;          // the log's compressor, made at its first frame and kept (its tables made once)
+    as_buf frame;           // a frame's room
 };
 
 const char *persist_path(const persist *p) { return p->path; }
@@ -69,17 +71,19 @@ static void write_all(persist *p, const char *s, size_t n)
 // Writes bytes as one durable batch (one zstd frame) and fsyncs.
 static void write_batch(persist *p, const char *s, size_t n)
 {
-    ZSTD_CCtx *cc = NULL;
-    void *frame = NULL;
     if (p->zstd) {
+        if (!p->cc) {
+            if (!(p->cc = ZSTD_createCCtx())) as_die(AS_TROUBLE, "zstd: out of memory");
+            ZSTD_CCtx_setParameter(p->cc, ZSTD_c_checksumFlag, 1);
+            ZSTD_CCtx_setParameter(p->cc, ZSTD_c_compressionLevel, 3);
+        }
         size_t cap = ZSTD_compressBound(n);
-        frame = as_xmalloc(cap);
-        cc = ZSTD_createCCtx();
-        ZSTD_CCtx_setParameter(cc, ZSTD_c_checksumFlag, 1);
-        ZSTD_CCtx_setParameter(cc, ZSTD_c_compressionLevel, 3);
-        size_t r = ZSTD_compress2(cc, frame, cap, s, n);
+        as_buf_reset(&p->frame);
+        as_buf_grow(&p->frame, cap);
+        // (each call a new frame, the parameters kept: the bytes a new compressor would give)
+        size_t r = ZSTD_compress2(p->cc, p->frame.p, cap, s, n);
         if (ZSTD_isError(r)) as_die(AS_TROUBLE, "zstd: %s", ZSTD_getErrorName(r));
-        s = frame; n = r;
+        s = p->frame.p; n = r;
     }
     if (p->crash_at && p->batches == p->crash_at) {
         // Test hook: die in the middle of a write, as kill -9 would.
@@ -92,8 +96,6 @@ static void write_batch(persist *p, const char *s, size_t n)
     write_all(p, s, n);
     if (!p->nosync && fsync(p->fd)) as_die_sys("fsync %s", p->path);
     p->batches++;
-    free(frame);
-    ZSTD_freeCCtx(cc);
 }
 
 static persist *persist_new(const config *c, const char *id)
@@ -168,6 +170,8 @@ void persist_close(persist *p)
     as_packer_free(p->pk);
     if (close(p->fd)) as_warn("unable to close %s: %s", p->path, strerror(errno));
     as_buf_free(&p->batch);
+    as_buf_free(&p->frame);
+    ZSTD_freeCCtx(p->cc);
     as_buf_free(&p->ev);
     as_json_free(&p->j);
     free(p->path);

@@ -4,6 +4,7 @@
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -187,6 +188,44 @@ static int bash_home(const config *c, const char *session_id, as_buf *eh)
     return mkdir(eh->p + 5, 0700) && errno != EEXIST ? -1 : 0;
 }
 
+static void bash_result(const config *c, const char *session_id, tool_result *out, as_buf *data,
+                        int status, int cancelled, int timed_out);
+
+// Starts bash (argv, envp) in cwd, in a process group of its own, stdin on
+// /dev/null, stdout and stderr on the pipe's end out: 0 and *pid, else the
+// error. posix_spawn: no copy of this process's memory (a fork of it, with
+// its threads, cost a tool call more than bash's own start here).
+static int spawn_bash(char *const argv[], char *const envp[], const char *cwd, int out, pid_t *pid)
+{
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t at;
+    int e = posix_spawn_file_actions_init(&fa);
+    if (e) return e;
+    if ((e = posix_spawnattr_init(&at))) { posix_spawn_file_actions_destroy(&fa); return e; }
+    if (!(e = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0))
+        && !(e = posix_spawn_file_actions_adddup2(&fa, out, 1))
+        && !(e = posix_spawn_file_actions_adddup2(&fa, out, 2))
+        && !(e = posix_spawn_file_actions_addchdir_np(&fa, cwd))
+        && !(e = posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP))
+        && !(e = posix_spawnattr_setpgroup(&at, 0)))
+        e = posix_spawn(pid, "/bin/bash", &fa, &at, argv, envp);
+    posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&at);
+    return e;
+}
+
+// After bash could not start (error *e): 1 when cwd is a directory this
+// process may enter (so /bin/bash is what failed), else 0 with *e the
+// reason it may not.
+static int is_dir_we_enter(const char *cwd, int *e)
+{
+    struct stat st;
+    if (stat(cwd, &st)) { *e = errno; return 0; }
+    if (!S_ISDIR(st.st_mode)) { *e = ENOTDIR; return 0; }
+    if (access(cwd, X_OK)) { *e = errno; return 0; }
+    return 1;
+}
+
 static void run_bash(const config *c, const char *session_id, const char *cwd, const char *cmd,
                      const _Atomic int *cancel, tool_result *out)
 {
@@ -202,30 +241,22 @@ static void run_bash(const config *c, const char *session_id, const char *cwd, c
     as_buf_printf(&et, "TMPDIR=%s", tmp && *tmp ? tmp : "/tmp");
     char *envp[] = {"PATH=/usr/local/bin:/usr/bin:/bin", eh.p, et.p, "LANG=C.UTF-8", "TERM=dumb", NULL};
     char *argv[] = {"bash", "-c", (char *)cmd, NULL};
-    pid_t pid = fork();
-    if (pid < 0) {
-        result(out, 1, "error: unable to fork: %s", strerror(errno));
-        close(pfd[0]); close(pfd[1]); as_buf_free(&eh); as_buf_free(&et);
-        return;
-    }
-    if (pid == 0) {
-        setpgid(0, 0);
-        int nul = open("/dev/null", O_RDONLY);
-        if (nul >= 0) dup2(nul, 0);
-        dup2(pfd[1], 1);
-        dup2(pfd[1], 2);
-        if (chdir(cwd)) { dprintf(2, "bash tool: unable to enter %s: %s\n", cwd, strerror(errno)); _exit(126); }
-        execve("/bin/bash", argv, envp);
-        dprintf(2, "bash tool: unable to run /bin/bash: %s\n", strerror(errno));
-        _exit(127);
-    }
-    setpgid(pid, pid);
+    as_buf data = {0};
+    pid_t pid = -1;
+    int e = spawn_bash(argv, envp, cwd, pfd[1], &pid);
     close(pfd[1]);
     as_buf_free(&eh);
     as_buf_free(&et);
+    if (e) {   // as bash's own failure to start: its message as its output, its status
+        close(pfd[0]);
+        int entered = is_dir_we_enter(cwd, &e);
+        if (!entered) as_buf_printf(&data, "bash tool: unable to enter %s: %s\n", cwd, strerror(e));
+        else as_buf_printf(&data, "bash tool: unable to run /bin/bash: %s\n", strerror(e));
+        bash_result(c, session_id, out, &data, (entered ? 127 : 126) << 8, 0, 0);
+        return;
+    }
     fcntl(pfd[0], F_SETFL, O_NONBLOCK);
 
-    as_buf data = {0};
     int64_t start = now_ms(), exited_at = 0;
     int status = 0, reaped = 0, timed_out = 0, cancelled = 0, eof = 0;
     const size_t hard_cap = 64u << 20;
@@ -254,17 +285,24 @@ static void run_bash(const config *c, const char *session_id, const char *cwd, c
     close(pfd[0]);
     if (pidfd >= 0) close(pidfd);
     if (!reaped) { kill(-pid, SIGKILL); waitpid(pid, &status, 0); }
+    bash_result(c, session_id, out, &data, status, cancelled, timed_out);
+}
 
+// The tool's result from bash's output, its wait status, and whether it was
+// cancelled or timed out: the output (capped, the rest spilled), then a note.
+static void bash_result(const config *c, const char *session_id, tool_result *out, as_buf *data,
+                        int status, int cancelled, int timed_out)
+{
     as_buf text = {0};
     size_t cap = (size_t)c->output_cap;
-    if (data.n > cap) {
-        char *sp = spill(c, session_id, data.p, data.n);
-        put_utf8(&text, data.p, cap);
-        as_buf_printf(&text, "\n\n(Omitted %zu bytes. Full output stored at: %s)", data.n - cap,
+    if (data->n > cap) {
+        char *sp = spill(c, session_id, data->p, data->n);
+        put_utf8(&text, data->p, cap);
+        as_buf_printf(&text, "\n\n(Omitted %zu bytes. Full output stored at: %s)", data->n - cap,
                       sp ? sp : "(unavailable)");
         free(sp);
     } else {
-        put_utf8(&text, data.p ? data.p : "", data.n);
+        put_utf8(&text, data->p ? data->p : "", data->n);
     }
     int is_error = 0;
     if (cancelled) { as_buf_puts(&text, text.n ? "\n[cancelled]" : "[cancelled]"); is_error = 1; }
@@ -276,7 +314,7 @@ static void run_bash(const config *c, const char *session_id, const char *cwd, c
     if (!text.p) as_buf_puts(&text, "");
     out->text = text.p;
     out->is_error = is_error;
-    as_buf_free(&data);
+    as_buf_free(data);
 }
 
 void tool_run(const config *c, const char *session_id, const char *cwd, const char *name,

@@ -60,6 +60,31 @@ $NEWS
     assert_equal "$output" "$(jq -c . "$DATA/tool-turn.jsonl")"
 }
 
+@test "agent: bash in a cwd that is gone fails as bash that cannot enter it would: its message, exit code 126" {
+    call() { # ID COMMAND: a model step that calls bash
+        jq -cn --arg id "$1" --arg c "$2" '{kind: "chunks", chunks: [
+            {type: "block-start", index: 0, blockType: "tool-call"},
+            {type: "tool-call-delta", index: 0, id: $id, name: "bash", argumentsDelta: ({command: $c} | tojson)},
+            {type: "finish", reason: {kind: "tool-calls"}}]}'
+    }
+    { call call_1 'rmdir "$PWD"'; call call_2 'echo unreachable'
+      jq -cn '{kind: "chunks", chunks: [{type: "block-start", index: 0, blockType: "text"},
+          {type: "text-delta", index: 0, text: "gone"}, {type: "finish", reason: {kind: "stop"}}]}'
+    } > gone.jsonl
+    agent_start ACPSNAP_REPLAY_SCRIPT="$PWD/gone.jsonl"
+    new_session
+    prompt 2 "Remove the cwd, then echo."
+    wait_lines 7
+    agent_stop
+    assert_equal "$AGENT_RC" 0
+    [ ! -e "$W" ]
+    run -0 jq -r 'select(.params.update.sessionUpdate == "tool_call_update") | .params.update.content[0].content.text' "$AG_DIR/out.jsonl"
+    assert_equal "$output" "
+bash tool: unable to enter $W: No such file or directory
+
+[exit code: 126]"
+}
+
 @test "agent: two parallel tool calls run in order, results in call order" {
     agent_start ACPSNAP_REPLAY_SCRIPT="$DATA/parallel.jsonl"
     printf 'A\n' > "$W/a.txt"; printf 'B\n' > "$W/b.txt"

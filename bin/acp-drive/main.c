@@ -327,8 +327,10 @@ static int run_scenario(const opts *o, run *r, const char *scen)
 // ended it), a space and the request's number (0 the first). Ends at the
 // end of stdin, once the last run is over.
 //
-// The fork is made before the request comes: a spare, forked while the
-// runs before it go on, waits for its request on a pipe of its own. A run
+// With a processor left over beside the runs (--jobs 1 on two), the fork is
+// made before the request comes: a spare, forked while the run before it
+// goes on, waits for its request on a pipe of its own (else the fork is
+// made when the request comes, and handed it at once). A run
 // that compared the same answers as soon as it knows (answer_early), then
 // removes its scratch directories while the next one runs (it drains); one
 // that did not answers when it is over, its exit status read by waitpid.

@@ -70,8 +70,8 @@ $NEWS
     { call call_1 'rmdir "$PWD"'; call call_2 'echo unreachable'
       jq -cn '{kind: "chunks", chunks: [{type: "block-start", index: 0, blockType: "text"},
           {type: "text-delta", index: 0, text: "gone"}, {type: "finish", reason: {kind: "stop"}}]}'
-    } > gone.jsonl
-    agent_start ACPSNAP_REPLAY_SCRIPT="$PWD/gone.jsonl"
+    } > "$BATS_TEST_TMPDIR/gone.jsonl"
+    agent_start ACPSNAP_REPLAY_SCRIPT="$BATS_TEST_TMPDIR/gone.jsonl"
     new_session
     prompt 2 "Remove the cwd, then echo."
     wait_lines 7

@@ -75,7 +75,7 @@ check() {
     have pkg-config || note "no pkg-config: linking -lzstd -lmicrohttpd as they are"
     parallel --version 2>/dev/null | grep -q 'GNU parallel' || note "no GNU parallel: the bats suites run one test at a time"
     have valgrind || note "no valgrind: test/agent-valgrind.bats is skipped"
-    bash -c 'IFS=:; for d in ${BASH_LOADABLES_PATH:-/usr/lib/bash}; do [ -r "$d/mktemp" ] && exit 0; done; exit 1' 2>/dev/null \
+    bash -c 'IFS=:; for d in ${BASH_LOADABLES_PATH:-/usr/lib/bash}; do [ -r "$d/mktemp" ] && [ -r "$d/mkdir" ] && [ -r "$d/rm" ] && exit 0; done; exit 1' 2>/dev/null \
         || note "no loadable builtins for bash (Debian: bash-builtins): the pipelines make and remove their scratch with mktemp, mkdir and rm processes"
     [ $missing -eq 0 ] || { echo "deps: install the above (INSTALL lists the Debian package names)" >&2; exit 1; }
 }

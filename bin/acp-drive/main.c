@@ -527,29 +527,29 @@ static int serve(opts *o, const run *proto)
     // A spare ahead of the requests (prefaulted) when a processor is left
     // over for it beside the runs; else each run's fork when it is asked for.
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    int ahead = jobs < ncpu, have_spare = ahead;
-    served spare = {0};
+    int ahead = jobs < ncpu;
+    served spare = {0};   // (pid 0: no spare)
     if (ahead) spare = spare_fork(o, proto, 1);
     for (;;) {
         char *f[4];
-        if (serve_sig) { if (have_spare) runs[nrun++] = spare; serve_abort(runs, nrun, drain, ndrain); }
+        if (serve_sig) { if (spare.pid) runs[nrun++] = spare; serve_abort(runs, nrun, drain, ndrain); }
         for (size_t k; nrun < jobs && (k = take_request(&in, at, f)); at += k) {
-            if (!have_spare) spare = spare_fork(o, proto, 0);
+            if (!spare.pid) spare = spare_fork(o, proto, 0);
             serve_start(&spare, f, seq++);
             runs[nrun++] = spare;
-            have_spare = 0;
+            spare.pid = 0;
         }
         if (eof && !nrun) break;
         int np = 0;
         if (!eof && nrun < jobs) pf[np++] = (struct pollfd){ .fd = 0, .events = POLLIN };
         for (int i = 0; i < nrun; i++) pf[np++] = (struct pollfd){ .fd = runs[i].fd, .events = POLLIN };
         // the next spare once the runs have started (SPARE_DELAY ms), not while they start
-        int pr = poll(pf, (nfds_t)np, !ahead || have_spare || eof ? -1 : SPARE_DELAY);
+        int pr = poll(pf, (nfds_t)np, !ahead || spare.pid || eof ? -1 : SPARE_DELAY);
         if (pr < 0) {
             if (errno == EINTR) continue;
             as_die_sys("poll");
         }
-        if (pr == 0) { spare = spare_fork(o, proto, 1); have_spare = 1; continue; }
+        if (pr == 0) { spare = spare_fork(o, proto, 1); continue; }
         int base = 0;
         if (!eof && nrun < jobs) {
             base = 1;
@@ -569,7 +569,7 @@ static int serve(opts *o, const run *proto)
         }
         reap_drained(drain, &ndrain, 0);
     }
-    if (have_spare) {
+    if (spare.pid) {
         close(spare.req);   // (its end of input: the spare exits)
         close(spare.fd);
         wait_for(spare.pid, 0);

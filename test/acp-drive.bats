@@ -594,6 +594,56 @@ echo: $root"
     assert_output ''
 }
 
+@test "acp-drive: --serve at --jobs 1 hands a request that comes while a run goes on to the spare: its directories made then, its agent started only once the run before it is over" {
+    [ "$(nproc)" -ge 2 ] || skip "one processor: no spare fork at --jobs 1"
+    input '{"steps":[{"op":"initialize"},{"op":"newSession"},{"op":"prompt","text":"hello"}]}'
+    mkdir -p snap/slow; cp snap/s/session.jsonl snap/slow/
+    printf '{"steps":[{"op":"initialize"},{"op":"newSession"},{"op":"prompt","text":"await: %s/go"}]}' "$PWD" > snap/slow/input.json
+    mkfifo req
+    acp-drive -p fake.profile --serve -j 1 < req > answers 2> err &
+    local pid=$!
+    exec {w}> req
+    printf '%s\0' '' o0 snap/slow e0 '' o1 snap/s e1 '' o2 snap/none e2 >&$w
+    for ((i = 0; i < 600; i++)); do [ ! -s go.pid ] || break; sleep 0.05; done
+    [ -s go.pid ]
+    # the second run's directories are made (its cwd, its run root) and its
+    # stdout file is open, but its agent waits for the first to be over
+    for ((i = 0; i < 600; i++)); do [ ! -e o1/stdout.raw.jsonl ] || break; sleep 0.05; done
+    [ -e o1/stdout.raw.jsonl ] && [ ! -s o1/stdout.raw.jsonl ]
+    assert_equal "$(ls -d "$TMPDIR"/acp-snap-cwd-* | wc -l)" 2
+    assert_equal "$(cat answers)" ''
+    touch go
+    exec {w}>&-
+    wait $pid
+    # in order; the third, not there, answers its trouble in its turn
+    assert_equal "$(cat answers)" "$(printf '0 0\n0 1\n2 2')"
+    assert_equal "$(cat err)" ''
+    grep -q 'echo: hello' o1/stdout.raw.jsonl
+    run -0 cat e2
+    assert_output --partial 'snap/none'
+    no_leftovers
+    # SIGTERM while a run goes on and the next one waits for its turn: both
+    # end, and nothing of either is left
+    rm -rf go go.pid answers o0 o1 e0 e1 req
+    mkfifo req
+    acp-drive -p fake.profile --serve -j 1 < req > answers 2> err &
+    pid=$!
+    exec {w}> req
+    printf '%s\0' '' o0 snap/slow e0 '' o1 snap/s e1 >&$w
+    for ((i = 0; i < 600; i++)); do [ ! -s go.pid ] || break; sleep 0.05; done
+    for ((i = 0; i < 600; i++)); do [ ! -e o1/stdout.raw.jsonl ] || break; sleep 0.05; done
+    [ -e o1/stdout.raw.jsonl ]
+    kill -TERM $pid
+    local st=0; wait $pid || st=$?
+    exec {w}>&-
+    assert_equal "$st" 143
+    assert_equal "$(cat answers)" ''
+    [ ! -s o1/stdout.raw.jsonl ]
+    run pgrep -f 'acp-drive -p fake.profile --serve -j 1'
+    assert_output ''
+    no_leftovers
+}
+
 @test "acp-drive: an agent command that is a script without its #! line cannot be started (posix_spawnp runs no /bin/sh in its stead)" {
     input '{"steps":[{"op":"initialize"}]}'
     printf 'echo started >&2\n' > nosb

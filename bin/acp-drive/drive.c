@@ -18,6 +18,7 @@
 // outside the run, as a signal handler can reach nothing else.
 static volatile sig_atomic_t interrupted;
 static void on_signal(int sig) { interrupted = sig; }
+int signal_caught(void) { return interrupted; }
 
 void catch_signals(void)
 {

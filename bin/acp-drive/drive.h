@@ -145,6 +145,7 @@ int run_prepare(run *r, const as_scenario *row, char **envp);
 // ---------------------------------------------------------------- drive.c
 void fail(run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void catch_signals(void);           // SIGTERM, SIGINT, SIGHUP fail the run
+int signal_caught(void);            // the one caught since, else 0
 char *start_agent(run *r, char **envp);   // NULL, or why it could not run
 int pump(run *r, int wait_ms);
 int agent_gone(const run *r);

@@ -64,6 +64,7 @@ typedef struct {
     int compare;                               // --compare: 0 no, 1 stdout, 2 all
     int serve;                                 // --serve
     int answer;                                // a --serve run: where it answers early, else -1
+    int go;                                    // a --serve run: where it waits for its turn, else -1
     long jobs;                                 // --jobs (with --serve), 0: not given
     long timeout, rpc_timeout, exit_timeout;   // -1: not given
     char **env; size_t nenv;                   // --env K=V, in order
@@ -212,11 +213,17 @@ static int drive(run *r, const char *rawp)
     return rc;
 }
 
-// Boots the agent with stdout teed to stdout.raw.jsonl, then drives it.
-static int run_agent(run *r, char **envp)
+// The file the agent's stdout is teed to: stdout.raw.jsonl (its path).
+static char *open_raw(run *r)
 {
     char *rawp = xasprintf("%s/stdout.raw.jsonl", r->outdir);
     if (!(r->raw = fopen(rawp, "w"))) as_die_sys("open %s", rawp);
+    return rawp;
+}
+
+// Boots the agent with stdout teed to rawp (open_raw), then drives it.
+static int run_agent(run *r, char **envp, char *rawp)
+{
     long t0 = as_now_ms();
     char *spawn_err = start_agent(r, envp);
     r->t_boot = as_now_ms() - t0;
@@ -224,7 +231,6 @@ static int run_agent(run *r, char **envp)
     if (spawn_err) as_warn("%s: %s", r->pf.path, spawn_err);
     else rc = drive(r, rawp);
     free(spawn_err);
-    free(rawp);
     return rc;
 }
 
@@ -281,6 +287,7 @@ static void answer_early(const opts *o);
 
 // One run: scenario directory scen with the options o, as acp-drive runs
 // one (in a --serve child too); its exit status.
+static void await_turn(int fd);
 static int run_scenario(const opts *o, run *r, const char *scen)
 {
     exiting = r;
@@ -297,8 +304,12 @@ static int run_scenario(const opts *o, run *r, const char *scen)
     check_tier_profile(r);
     set_timeouts(r, o);
     client_select(r);
-    make_spill_root(r);
     make_profile_dirs(r);
+    char *rawp = open_raw(r);
+    // (a --serve run handed its request ahead waits here for its turn: what
+    // follows is taken by one run at a time, or starts a program)
+    if (o->go >= 0) await_turn(o->go);
+    make_spill_root(r);
     if (!r->record && r->pf.serve) start_serve(r, script);
     else if (o->provider) start_provider(r, o->provider);
     else if (r->pf.serve) start_recording_proxy(r);
@@ -307,7 +318,7 @@ static int run_scenario(const opts *o, run *r, const char *scen)
     long t0 = as_now_ms();
     int rc = run_prepare(r, row, envp);
     if (row && row->prepareWorkspace) r->t_prepare = as_now_ms() - t0;
-    if (rc == AS_OK) rc = run_agent(r, envp);
+    if (rc == AS_OK) rc = run_agent(r, envp, rawp);
 
     // compared before the release, so that a --serve run that compared the
     // same answers before its scratch directories are removed (answer_early)
@@ -315,6 +326,7 @@ static int run_scenario(const opts *o, run *r, const char *scen)
     release(r, envp);
     as_table_free(&table);
     free(script);
+    free(rawp);
     return rc;
 }
 
@@ -330,16 +342,34 @@ static int run_scenario(const opts *o, run *r, const char *scen)
 // With a processor left over beside the runs (--jobs 1 on two), the fork is
 // made before the request comes: a spare, forked while the run before it
 // goes on, waits for its request on a pipe of its own (else the fork is
-// made when the request comes, and handed it at once). A run
-// that compared the same answers as soon as it knows (answer_early), then
-// removes its scratch directories while the next one runs (it drains); one
-// that did not answers when it is over, its exit status read by waitpid.
+// made when the request comes, and handed it at once). A request that
+// comes while the runs take every place goes to the spare at once: it
+// makes the run's directories, its replay script and the agent's
+// environment while the run before it goes on, then waits for its turn
+// (await_turn) before anything that runs a program of the profile's (the
+// prepare hook, the agent). A run that compared the same answers as soon as
+// it knows (answer_early), then removes its scratch directories while the
+// next one runs (it drains); one that did not answers when it is over, its
+// exit status read by waitpid.
 typedef struct {
     pid_t pid;
     int fd;     // the run's end: a byte (it compared the same), else EOF when it is over
     int req;    // a spare's request pipe, -1 once the request is sent
+    int go;     // its turn: a byte (run), else EOF (exit); -1 once it is a run
     long seq;
 } served;
+
+// In a run handed its request ahead of its turn: waits for it. The end of
+// the pipe with no byte (the server gone) or a signal ends the run (its
+// directories removed at exit).
+static void await_turn(int fd)
+{
+    char go;
+    ssize_t got;
+    while ((got = read(fd, &go, 1)) < 0 && errno == EINTR && !signal_caught()) {}
+    close(fd);
+    if (got != 1) exit(signal_caught() ? 128 + signal_caught() : AS_TROUBLE);
+}
 
 // In a run: it compared the same, so it is over but for its clean-up.
 static void answer_early(const opts *o)
@@ -411,13 +441,13 @@ static void await_request(int fd, as_buf *in, char *f[4])
 
 static served spare_fork(opts *o, const run *proto, int ahead)
 {
-    int done[2], req[2];
-    if (pipe2(done, O_CLOEXEC) || pipe2(req, O_CLOEXEC)) as_die_sys("pipe");
+    int done[2], req[2], go[2];
+    if (pipe2(done, O_CLOEXEC) || pipe2(req, O_CLOEXEC) || pipe2(go, O_CLOEXEC)) as_die_sys("pipe");
     fflush(stdout);
     pid_t pid = fork();
     if (pid < 0) as_die_sys("fork");
     if (pid == 0) {   // (done[1] stays open, unseen by what it starts, until it exits)
-        close(done[0]); close(req[1]);
+        close(done[0]); close(req[1]); close(go[1]);
         signal(SIGTERM, SIG_DFL); signal(SIGINT, SIG_DFL); signal(SIGHUP, SIG_DFL);   // (the server's are not a spare's)
         int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
         if (nul < 0) as_die_sys("open /dev/null");
@@ -432,15 +462,16 @@ static served spare_fork(opts *o, const run *proto, int ahead)
         o->compare = *f[0] ? compare_mode(f[0]) : 0;
         o->out = f[1];
         o->answer = done[1];
+        o->go = go[0];
         run r = *proto;
         exit(run_scenario(o, &r, f[2]));
     }
-    close(done[1]); close(req[0]);
-    return (served){ pid, done[0], req[1], -1 };
+    close(done[1]); close(req[0]); close(go[0]);
+    return (served){ pid, done[0], req[1], go[1], -1 };
 }
 
-// Hands the request in f to the spare s: it is a run from now on.
-static void serve_start(served *s, char *f[4], long seq)
+// Hands the request in f to the spare s, which prepares its run.
+static void serve_hand(served *s, char *f[4], long seq)
 {
     size_t n = (size_t)(f[3] + strlen(f[3]) + 1 - f[0]);
     for (size_t o = 0; o < n;) {
@@ -452,6 +483,15 @@ static void serve_start(served *s, char *f[4], long seq)
     close(s->req);
     s->req = -1;
     s->seq = seq;
+}
+
+// The spare s, handed its request, runs: its turn.
+static void serve_go(served *s)
+{
+    char go = 0;
+    if (write(s->go, &go, 1) < 0) {}   // (one that died preparing: its answer says how)
+    close(s->go);
+    s->go = -1;
 }
 
 static int wait_for(pid_t pid, int flags)
@@ -532,16 +572,28 @@ static int serve(opts *o, const run *proto)
     if (ahead) spare = spare_fork(o, proto, 1);
     for (;;) {
         char *f[4];
+        size_t k;
         if (serve_sig) { if (spare.pid) runs[nrun++] = spare; serve_abort(runs, nrun, drain, ndrain); }
-        for (size_t k; nrun < jobs && (k = take_request(&in, at, f)); at += k) {
-            if (!spare.pid) spare = spare_fork(o, proto, 0);
-            serve_start(&spare, f, seq++);
+        // a place free: the spare handed a request first, then the requests read
+        while (nrun < jobs) {
+            if (!spare.pid || spare.req >= 0) {   // (no spare with a request)
+                if (!(k = take_request(&in, at, f))) break;
+                at += k;
+                if (!spare.pid) spare = spare_fork(o, proto, 0);
+                serve_hand(&spare, f, seq++);
+            }
+            serve_go(&spare);
             runs[nrun++] = spare;
             spare.pid = 0;
         }
+        // none free: the next request to the spare, which prepares its run
+        if (spare.pid && spare.req >= 0 && (k = take_request(&in, at, f))) {
+            at += k;
+            serve_hand(&spare, f, seq++);
+        }
         if (eof && !nrun) break;
-        int np = 0;
-        if (!eof && nrun < jobs) pf[np++] = (struct pollfd){ .fd = 0, .events = POLLIN };
+        int np = 0, reading = !eof && (nrun < jobs || (spare.pid && spare.req >= 0));
+        if (reading) pf[np++] = (struct pollfd){ .fd = 0, .events = POLLIN };
         for (int i = 0; i < nrun; i++) pf[np++] = (struct pollfd){ .fd = runs[i].fd, .events = POLLIN };
         // the next spare once the runs have started (SPARE_DELAY ms), not while they start
         int pr = poll(pf, (nfds_t)np, !ahead || spare.pid || eof ? -1 : SPARE_DELAY);
@@ -551,7 +603,7 @@ static int serve(opts *o, const run *proto)
         }
         if (pr == 0) { spare = spare_fork(o, proto, 1); continue; }
         int base = 0;
-        if (!eof && nrun < jobs) {
+        if (reading) {
             base = 1;
             if (pf[0].revents) {
                 if (at) { memmove(in.p, in.p + at, in.n - at); in.n -= at; at = 0; }
@@ -571,6 +623,7 @@ static int serve(opts *o, const run *proto)
     }
     if (spare.pid) {
         close(spare.req);   // (its end of input: the spare exits)
+        close(spare.go);
         close(spare.fd);
         wait_for(spare.pid, 0);
     }
@@ -584,7 +637,7 @@ int main(int argc, char **argv)
 {
     run r = { .fin = -1, .fout = -1, .ferr = -1, .pidfd = -1, .spill_fd = -1, .watch_id = -1,
               .t_prepare = -1, .t_boot = -1, .t_exit = -1, .t_harvest = -1 };
-    opts o = { .timeout = -1, .rpc_timeout = -1, .exit_timeout = -1, .answer = -1 };
+    opts o = { .timeout = -1, .rpc_timeout = -1, .exit_timeout = -1, .answer = -1, .go = -1 };
     as_setprog(argv[0]);
     options(argc, argv, &o, &r);
     signal(SIGPIPE, SIG_IGN);

@@ -476,14 +476,14 @@ echo: $root"
     no_leftovers
 }
 
-@test "acp-drive: --serve runs each request as acp-drive would, one at a time, and answers its status and number" {
+@test "acp-drive: --serve runs each request as acp-drive would, one at a time, and answers its status and number (and same, when it compared the same)" {
     input '{"steps":[{"op":"initialize"},{"op":"newSession"},{"op":"prompt","text":"hello"}]}'
     run -0 acp-drive -p fake.profile -o want snap/s
     scrub --stdout --context want/run.json want/stdout.raw.jsonl > snap/s/stdout.expected.jsonl
     # the same run compared; one not compared; a scenario that is not there; a bad mode
     printf '%s\0' stdout o1 snap/s e1 '' o2 snap/s e2 '' o3 snap/none e3 some o4 snap/s e4 > req
     run -0 --separate-stderr acp-drive -p fake.profile --serve < req
-    assert_output "$(printf '0 0\n0 1\n2 2\n2 3')"
+    assert_output "$(printf '0 0 same\n0 1\n2 2\n2 3')"
     assert_equal "$stderr" ''
     assert_equal "$(cat o1/compared)" same
     [ -s o2/stdout.raw.jsonl ] && [ ! -e o2/compared ]
@@ -504,6 +504,8 @@ echo: $root"
     assert_equal "$stderr" 'acp-drive: --serve serves replays: drop --record'
     run -2 --separate-stderr acp-drive -p fake.profile -o x --jobs 2 snap/s
     assert_equal "$stderr" 'acp-drive: --jobs needs --serve'
+    run -2 --separate-stderr acp-drive -p fake.profile -o x --scratch snap/s
+    assert_equal "$stderr" 'acp-drive: --scratch needs --serve'
     run -2 --separate-stderr acp-drive -p fake.profile --serve -j 0
     assert_equal "$stderr" 'acp-drive: invalid --jobs: 0'
     run -2 --separate-stderr acp-drive -p fake.profile --serve -j 257
@@ -578,7 +580,7 @@ echo: $root"
     for i in 0 1 2 3 4 5; do printf '%s\0' stdout "o$i" snap/s "e$i" >> req; done
     printf '%s\0' '' o6 snap/s e6 >> req   # (not compared: answered once over)
     run -0 --separate-stderr acp-drive -p fake.profile --serve -j 1 < req
-    assert_output "$(printf '0 %d\n' 0 1 2 3 4 5 6)"
+    assert_output "$(printf '0 %d same\n' 0 1 2 3 4 5; echo '0 6')"
     assert_equal "$stderr" ''
     for i in 0 1 2 3 4 5; do assert_equal "$(cat "o$i/compared")" same; [ ! -s "e$i" ]; done
     [ -s o6/stdout.raw.jsonl ] && [ ! -e o6/compared ]
@@ -592,6 +594,27 @@ echo: $root"
     assert_equal "$stderr" ''
     run pgrep -f 'acp-drive -p fake.profile --serve -j 1'
     assert_output ''
+}
+
+@test "acp-drive: --serve --scratch: a run that compared the same removes its output directory once it has answered; any other keeps it" {
+    input '{"steps":[{"op":"initialize"},{"op":"newSession"},{"op":"prompt","text":"hello"}]}'
+    run -0 acp-drive -p fake.profile -o want snap/s
+    scrub --stdout --context want/run.json want/stdout.raw.jsonl > snap/s/stdout.expected.jsonl
+    rm -rf want
+    mkdir -p snap/d; cp snap/s/session.jsonl snap/s/input.json snap/d/
+    echo '{"jsonrpc":"2.0","id":0,"result":{}}' > snap/d/stdout.expected.jsonl
+    for j in 1 2; do
+        rm -rf w; mkdir -p w
+        # the same, compared; not compared; compared and differs
+        printf '%s\0' stdout w/o0 snap/s w/e0 '' w/o1 snap/s w/e1 stdout w/o2 snap/d w/e2 > req
+        run -0 --separate-stderr acp-drive -p fake.profile --serve --scratch -j $j < req
+        assert_equal "$(sort <<< "$output")" "$(printf '0 0 same\n0 1\n0 2')"
+        assert_equal "$stderr" ''
+        [ ! -e w/o0 ] && [ -e w/e0 ]
+        [ -s w/o1/stdout.raw.jsonl ] && [ ! -e w/o1/compared ]
+        assert_equal "$(cat w/o2/compared)" differs
+        no_leftovers
+    done
 }
 
 @test "acp-drive: --serve at --jobs 1 hands a request that comes while a run goes on to the spare: its directories made then, its agent started only once the run before it is over" {

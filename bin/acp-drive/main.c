@@ -54,6 +54,8 @@ static const char USAGE[] =
     "      --serve               no SCENARIO_DIR or -o: the runs of the requests on\n"
     "                            stdin (acp-drive(1), SERVE)\n"
     "  -j, --jobs N              with --serve: up to N runs at once (default 1)\n"
+    "      --scratch             with --serve: a run that compared the same removes\n"
+    "                            its OUTDIR once it has answered\n"
     "  -h, --help, --version\n"
     "Exit status: 0 the run completed, 1 the scenario failed, 2 trouble.\n";
 
@@ -65,6 +67,7 @@ typedef struct {
     int serve;                                 // --serve
     int answer;                                // a --serve run: where it answers early, else -1
     int go;                                    // a --serve run: where it waits for its turn, else -1
+    int scratch;                               // --scratch (with --serve)
     long jobs;                                 // --jobs (with --serve), 0: not given
     long timeout, rpc_timeout, exit_timeout;   // -1: not given
     char **env; size_t nenv;                   // --env K=V, in order
@@ -98,7 +101,7 @@ static void options(int argc, char **argv, opts *o, run *r)
         { "workspace-parent", required_argument, 0, 'w' }, { "env", required_argument, 0, 'e' },
         { "keep", no_argument, 0, 'k' }, { "provider-script", required_argument, 0, 'P' },
         { "compare", required_argument, 0, 'C' }, { "serve", no_argument, 0, 'S' },
-        { "jobs", required_argument, 0, 'j' }, { "help", no_argument, 0, 'h' }, { "version", no_argument, 0, 'V' },
+        { "jobs", required_argument, 0, 'j' }, { "scratch", no_argument, 0, 's' }, { "help", no_argument, 0, 'h' }, { "version", no_argument, 0, 'V' },
         { 0, 0, 0, 0 } };
     for (int ch; (ch = getopt_long(argc, argv, "p:o:re:j:h", lo, NULL)) != -1;) {
         switch (ch) {
@@ -119,6 +122,7 @@ static void options(int argc, char **argv, opts *o, run *r)
         case 'C': o->compare = compare_mode(optarg); break;
         case 'S': o->serve = 1; break;
         case 'j': o->jobs = num_opt("--jobs", optarg); break;
+        case 's': o->scratch = 1; break;
         case 'h': as_usage_exit(USAGE, 0);
         case 'V': as_version_exit();
         default: as_usage_exit(USAGE, AS_TROUBLE);
@@ -131,6 +135,7 @@ static void options(int argc, char **argv, opts *o, run *r)
         return;
     }
     if (o->jobs) as_die(AS_TROUBLE, "--jobs needs --serve");
+    if (o->scratch) as_die(AS_TROUBLE, "--scratch needs --serve");
     if (argc - optind != 1 || !o->profile || !o->out) as_usage_exit(USAGE, AS_TROUBLE);
     if (o->provider && !r->record) as_die(AS_TROUBLE, "--provider-script needs --record");
     if (o->compare && r->record) as_die(AS_TROUBLE, "--compare compares a replay: drop --record");
@@ -322,8 +327,10 @@ static int run_scenario(const opts *o, run *r, const char *scen)
 
     // compared before the release, so that a --serve run that compared the
     // same answers before its scratch directories are removed (answer_early)
-    if (o->compare && rc == AS_OK && compare(r, scen, o->compare == 2)) answer_early(o);
+    int early = o->compare && rc == AS_OK && compare(r, scen, o->compare == 2) && o->answer >= 0;
+    if (early) answer_early(o);
     release(r, envp);
+    if (early && o->scratch) rm_rf(r->outdir);   // (nothing in it is wanted: it was the same)
     as_table_free(&table);
     free(script);
     free(rawp);
@@ -336,8 +343,10 @@ static int run_scenario(const opts *o, run *r, const char *scen)
 // fork of this process: no exec and no loader, which is most of what a new
 // acp-drive costs. Up to --jobs runs at once; each answers on stdout, once
 // it is over, with one line: its exit status (128 + the signal when one
-// ended it), a space and the request's number (0 the first). Ends at the
-// end of stdin, once the last run is over.
+// ended it), a space and the request's number (0 the first), then " same"
+// when it compared the same. Ends at the end of stdin, once the last run is
+// over. With --scratch, a run that compared the same removes its OUTDIR
+// with the rest of its clean-up.
 //
 // With a processor left over beside the runs (--jobs 1 on two), the fork is
 // made before the request comes: a spare, forked while the run before it
@@ -374,7 +383,6 @@ static void await_turn(int fd)
 // In a run: it compared the same, so it is over but for its clean-up.
 static void answer_early(const opts *o)
 {
-    if (o->answer < 0) return;
     char ok = 0;
     if (write(o->answer, &ok, 1) < 0) {}   // (the server gone: its end is no concern of this run)
     close(o->answer);
@@ -526,7 +534,7 @@ static void serve_answer(const served *s, pid_t *drain, int *ndrain)
         int st = wait_for(s->pid, 0);
         status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
     }
-    printf("%d %ld\n", status, s->seq);
+    printf(got == 1 ? "%d %ld same\n" : "%d %ld\n", status, s->seq);
     if (fflush(stdout)) as_die_sys("answer a request");
 }
 

@@ -289,10 +289,10 @@ static void release(run *r, char **envp)
 }
 
 static void answer_early(const opts *o);
+static void await_turn(int fd);
 
 // One run: scenario directory scen with the options o, as acp-drive runs
 // one (in a --serve child too); its exit status.
-static void await_turn(int fd);
 static int run_scenario(const opts *o, run *r, const char *scen)
 {
     exiting = r;
@@ -353,10 +353,10 @@ static int run_scenario(const opts *o, run *r, const char *scen)
 // goes on, waits for its request on a pipe of its own (else the fork is
 // made when the request comes, and handed it at once). A request that
 // comes while the runs take every place goes to the spare at once: it
-// makes the run's directories, its replay script and the agent's
-// environment while the run before it goes on, then waits for its turn
-// (await_turn) before anything that runs a program of the profile's (the
-// prepare hook, the agent). A run that compared the same answers as soon as
+// makes the run's directories, its replay script and its stdout file while
+// the run before it goes on, then waits for its turn (await_turn) before
+// the spill root (one run's at a time) and anything that runs a program of
+// the profile's (the prepare hook, the agent). A run that compared the same answers as soon as
 // it knows (answer_early), then removes its scratch directories while the
 // next one runs (it drains); one that did not answers when it is over, its
 // exit status read by waitpid.
@@ -534,7 +534,7 @@ static void serve_answer(const served *s, pid_t *drain, int *ndrain)
         int st = wait_for(s->pid, 0);
         status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
     }
-    printf(got == 1 ? "%d %ld same\n" : "%d %ld\n", status, s->seq);
+    printf("%d %ld%s\n", status, s->seq, got == 1 ? " same" : "");
     if (fflush(stdout)) as_die_sys("answer a request");
 }
 

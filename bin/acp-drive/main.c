@@ -356,10 +356,10 @@ static int run_scenario(const opts *o, run *r, const char *scen)
 // makes the run's directories, its replay script and its stdout file while
 // the run before it goes on, then waits for its turn (await_turn) before
 // the spill root (one run's at a time) and anything that runs a program of
-// the profile's (the prepare hook, the agent). A run that compared the same answers as soon as
-// it knows (answer_early), then removes its scratch directories while the
-// next one runs (it drains); one that did not answers when it is over, its
-// exit status read by waitpid.
+// the profile's (the prepare hook, the agent). A run that compared the same
+// answers as soon as it knows (answer_early), then removes its scratch
+// directories while the next one runs (it drains); one that did not answers
+// when it is over, its exit status read by waitpid.
 typedef struct {
     pid_t pid;
     int fd;     // the run's end: a byte (it compared the same), else EOF when it is over

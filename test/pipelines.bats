@@ -198,6 +198,11 @@ handshake stage'
     assert_equal "$output" ''
     assert_equal "$stderr" "fixture-guard: $BATS_TEST_TMPDIR/snap/handshake/stdout.expected.jsonl: missing; every scenario needs its expected stdout
 acpsnap-replay: fixture-guard failed; nothing was run"
+    # what -j1 starts beside the guard (its results directory, its server) is gone
+    [ -z "$(ls -A "$TMPDIR")" ]
+    run -2 --separate-stderr acpsnap-replay -d snap -j1 no-such
+    assert_equal "$stderr" "acpsnap-replay: no scenario matches no-such"
+    [ -z "$(ls -A "$TMPDIR")" ]
 }
 
 @test "pipelines: trouble outranks failure: a bad profile exits 2, at -j1 and -j2" {

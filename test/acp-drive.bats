@@ -8,6 +8,13 @@ load helpers/drive
 setup() { drive_setup; }
 # No temporary directory of the run survives it.
 no_leftovers() { [ -z "$(ls -A "$TMPDIR")" ] || { ls -la "$TMPDIR"; return 1; }; }
+# This test's acp-drive processes matching PATTERN: pgrep's, kept to those
+# working in this test's directory (a server and its forks stay there), so
+# that another suite running beside this one is not counted.
+drives_left() { # PATTERN
+    local p
+    for p in $(pgrep -f "$1"); do [ "$(readlink "/proc/$p/cwd")" != "$PWD" ] || echo "$p"; done
+}
 
 @test "acp-drive: --help, --version and usage errors" {
     run -0 acp-drive --help
@@ -565,7 +572,7 @@ echo: $root"
         run -0 cat e0
         assert_output --partial 'interrupted by signal 15'
         # no process of the server's is left (its runs, its spare)
-        run pgrep -f "acp-drive -p fake.profile --serve --jobs $j"
+        run drives_left "acp-drive -p fake.profile --serve --jobs $j"
         assert_output ''
         no_leftovers
     done
@@ -586,13 +593,13 @@ echo: $root"
     [ -s o6/stdout.raw.jsonl ] && [ ! -e o6/compared ]
     # its runs' agents' directories all gone, no run of it left
     no_leftovers
-    run pgrep -f 'acp-drive -p fake.profile --serve -j 1'
+    run drives_left 'acp-drive -p fake.profile --serve -j 1'
     assert_output ''
     # no request at all: the spare made ahead goes, and so does the server
     run -0 --separate-stderr acp-drive -p fake.profile --serve -j 1 < /dev/null
     assert_output ''
     assert_equal "$stderr" ''
-    run pgrep -f 'acp-drive -p fake.profile --serve -j 1'
+    run drives_left 'acp-drive -p fake.profile --serve -j 1'
     assert_output ''
 }
 
@@ -662,7 +669,7 @@ echo: $root"
     assert_equal "$st" 143
     assert_equal "$(cat answers)" ''
     [ ! -s o1/stdout.raw.jsonl ]
-    run pgrep -f 'acp-drive -p fake.profile --serve -j 1'
+    run drives_left 'acp-drive -p fake.profile --serve -j 1'
     assert_output ''
     no_leftovers
 }

@@ -578,6 +578,29 @@ echo: $root"
     done
 }
 
+@test "acp-drive: --serve ends on a SIGTERM that comes as it starts, its spare fork ahead included" {
+    # (the spare is forked at once: a signal the server passes on to it before
+    # it has run at all must end it, not meet the server's handler copied)
+    mkfifo req
+    local i k pid w st
+    for ((i = 0; i < 40; i++)); do
+        acp-drive -p fake.profile --serve --jobs 1 < req > answers 2> err &
+        pid=$!
+        exec {w}> req
+        sleep "0.00$((i % 10))"
+        kill -TERM $pid
+        for ((k = 0; k < 500; k++)); do kill -0 $pid 2>/dev/null || break; sleep 0.01; done
+        kill -0 $pid 2>/dev/null && { pkill -KILL -P $pid || :; kill -KILL $pid 2>/dev/null || :; fail "try $i: the server did not end within 5 s of its SIGTERM"; }
+        st=0; wait $pid || st=$?
+        exec {w}>&-
+        assert_equal "$st" 143
+        assert_equal "$(cat answers)" ''
+    done
+    run drives_left 'acp-drive -p fake.profile --serve --jobs 1'
+    assert_output ''
+    no_leftovers
+}
+
 @test "acp-drive: --serve at --jobs 1 (a spare fork made ahead; a run that compared the same answers before its clean-up): the same answers, and nothing of its runs left once it is over" {
     input '{"steps":[{"op":"initialize"},{"op":"newSession"},{"op":"prompt","text":"hello"}]}'
     run -0 acp-drive -p fake.profile -o want snap/s

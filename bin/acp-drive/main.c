@@ -452,11 +452,19 @@ static served spare_fork(opts *o, const run *proto, int ahead)
     int done[2], req[2], go[2];
     if (pipe2(done, O_CLOEXEC) || pipe2(req, O_CLOEXEC) || pipe2(go, O_CLOEXEC)) as_die_sys("pipe");
     fflush(stdout);
+    // The server's signals held across the fork: the server passes one on
+    // to the spare at once (serve_abort), maybe before the spare has run at
+    // all, which must not catch it with the server's handler.
+    sigset_t ends, was;
+    sigemptyset(&ends);
+    sigaddset(&ends, SIGTERM); sigaddset(&ends, SIGINT); sigaddset(&ends, SIGHUP);
+    sigprocmask(SIG_BLOCK, &ends, &was);
     pid_t pid = fork();
     if (pid < 0) as_die_sys("fork");
     if (pid == 0) {   // (done[1] stays open, unseen by what it starts, until it exits)
         close(done[0]); close(req[1]); close(go[1]);
         signal(SIGTERM, SIG_DFL); signal(SIGINT, SIG_DFL); signal(SIGHUP, SIG_DFL);   // (the server's are not a spare's)
+        sigprocmask(SIG_SETMASK, &was, NULL);   // (one that came meanwhile ends it now)
         int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
         if (nul < 0) as_die_sys("open /dev/null");
         dup2(nul, 0); dup2(nul, 1);   // (the server's requests and answers are not this run's)
@@ -474,6 +482,7 @@ static served spare_fork(opts *o, const run *proto, int ahead)
         run r = *proto;
         exit(run_scenario(o, &r, f[2]));
     }
+    sigprocmask(SIG_SETMASK, &was, NULL);
     close(done[1]); close(req[0]); close(go[0]);
     return (served){ pid, done[0], req[1], go[1], -1 };
 }
@@ -548,7 +557,10 @@ static void on_serve_signal(int sig) { serve_sig = sig; }
 _Noreturn static void serve_abort(const served *runs, int nrun, const pid_t *drain, int ndrain)
 {
     int sig = serve_sig;
-    for (int i = 0; i < nrun; i++) kill(runs[i].pid, SIGTERM);
+    for (int i = 0; i < nrun; i++) {
+        kill(runs[i].pid, SIGTERM);
+        if (runs[i].req >= 0) close(runs[i].req);   // (a spare waiting for its request ends at its end too)
+    }
     for (int i = 0; i < nrun; i++)
         while (waitpid(runs[i].pid, NULL, 0) < 0 && errno == EINTR) {}
     for (int i = 0; i < ndrain; i++)
